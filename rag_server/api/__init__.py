@@ -1,0 +1,1 @@
+"""gRPC servicers (one per service), interceptors and error mapping."""

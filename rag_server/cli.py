@@ -1,0 +1,54 @@
+"""`rag-server serve | ingest | eval | gen-sample`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from rag_server.config import Settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, object] = {}
+    if getattr(args, "port", None) is not None:
+        overrides["port"] = args.port
+    if getattr(args, "host", None):
+        overrides["host"] = args.host
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    return Settings(**overrides)  # type: ignore[arg-type]
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from rag_server.server import serve
+
+    settings = _settings(args)
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(serve(settings))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag-server", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gRPC server")
+    serve.add_argument("--port", type=int, default=None, help="port (default RAG_PORT or 50051)")
+    serve.add_argument("--host", default=None, help="bind address (default RAG_HOST or 127.0.0.1)")
+    serve.add_argument("--data-dir", default=None, help="data directory (default RAG_DATA_DIR)")
+    serve.set_defaults(func=_cmd_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Domain records shared by ingestion, the store and retrieval (plain dataclasses, no protobuf)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+# uuid5 namespace of point ids: point id = uuid5(POINT_NAMESPACE, chunk_id), so a reload overwrites.
+POINT_NAMESPACE = uuid.UUID("6f1c3a52-9f0e-5b8e-a7c4-2d1f0e9b7a11")
+SCHEMA_VERSION = "1"
+
+
+class ChunkKind(str, Enum):
+    PROSE = "prose"
+    BLOCK = "block"
+
+
+class ScoreKind(str, Enum):
+    EXACT = "exact"
+    LEXICAL = "lexical"
+    DENSE = "dense"
+    FUSED = "fused"
+    RERANK = "rerank"
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    document_id: str
+    physical_page: int
+    printed_page: int
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"document_id": self.document_id, "physical_page": self.physical_page,
+                "printed_page": self.printed_page}
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> SourceRef:
+        return cls(str(data["document_id"]), int(data["physical_page"]), int(data["printed_page"]))
+
+
+def chunk_id_for(drug_id: str, section_key: str, part_index: int) -> str:
+    return f"{drug_id}__{section_key}__{part_index}"
+
+
+def block_id_for(drug_id: str, section_key: str, table_id: str) -> str:
+    return f"{drug_id}__{section_key}__block__{table_id}"
+
+
+def point_id_for(chunk_id: str) -> str:
+    return str(uuid.uuid5(POINT_NAMESPACE, chunk_id))
+
+
+@dataclass
+class Chunk:
+    """One unit of evidence: a part of a section (prose) or a lifted-out table/formula (block)."""
+
+    chunk_id: str
+    drug_id: str
+    drug_name: str
+    section_key: str
+    section_title: str
+    part_index: int
+    chunk_kind: ChunkKind
+    text: str
+    source_refs: list[SourceRef] = field(default_factory=list)
+    requires_visual_check: bool = False
+    table_id: str = ""
+
+    @property
+    def point_id(self) -> str:
+        return point_id_for(self.chunk_id)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "drug_id": self.drug_id,
+            "drug_name": self.drug_name,
+            "section_key": self.section_key,
+            "section_title": self.section_title,
+            "part_index": self.part_index,
+            "chunk_kind": self.chunk_kind.value,
+            "text": self.text,
+            "source_refs": [ref.to_payload() for ref in self.source_refs],
+            "requires_visual_check": self.requires_visual_check,
+            "table_id": self.table_id,
+        }
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> Chunk:
+        return cls(
+            chunk_id=str(data["chunk_id"]),
+            drug_id=str(data["drug_id"]),
+            drug_name=str(data["drug_name"]),
+            section_key=str(data["section_key"]),
+            section_title=str(data["section_title"]),
+            part_index=int(data["part_index"]),
+            chunk_kind=ChunkKind(str(data["chunk_kind"])),
+            text=str(data["text"]),
+            source_refs=[SourceRef.from_payload(r) for r in data.get("source_refs", [])],
+            requires_visual_check=bool(data.get("requires_visual_check", False)
+                                       or data.get("has_quarantined_content", False)),
+            table_id=str(data.get("table_id", "")),
+        )
+
+
+@dataclass
+class Hit:
+    """A chunk with the score that selected it. Scores of different kinds are never compared."""
+
+    chunk: Chunk
+    score: float
+    score_kind: ScoreKind
+
+
+@dataclass(frozen=True)
+class Manifest:
+    corpus_sha: str
+    embedding_model: str
+    dims: int
+    monograph_count: int
+    section_count: int
+    chunk_count: int
+    block_count: int
+    created_at: str
+    generation: str
+    document_id: str
+    schema_version: str = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})

@@ -1,0 +1,1 @@
+"""Providers behind small interfaces: Embedder, Reranker. Offline implementations are the default."""

@@ -1,0 +1,105 @@
+"""One grpc.aio server hosting the four rag.v1 services, health (a status per service) and reflection.
+
+SIGTERM/SIGINT: health goes NOT_SERVING, new calls are refused, in-flight calls get the grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from rag_server.api.answer import AnswerServicer
+from rag_server.api.ingestion import IngestionServicer
+from rag_server.api.interceptors import CorrelationIdInterceptor
+from rag_server.api.retrieval import RetrievalServicer
+from rag_server.api.understanding import UnderstandingServicer
+from rag_server.app import App
+from rag_server.config import Settings
+from rag_server.gen.rag.v1 import (
+    answer_pb2,
+    answer_pb2_grpc,
+    ingestion_pb2,
+    ingestion_pb2_grpc,
+    retrieval_pb2,
+    retrieval_pb2_grpc,
+    understanding_pb2,
+    understanding_pb2_grpc,
+)
+
+log = logging.getLogger("rag_server.server")
+
+SERVICE_NAMES = (
+    understanding_pb2.DESCRIPTOR.services_by_name["UnderstandingService"].full_name,
+    retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
+    answer_pb2.DESCRIPTOR.services_by_name["AnswerService"].full_name,
+    ingestion_pb2.DESCRIPTOR.services_by_name["IngestionService"].full_name,
+)
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    health: HealthServicer
+    app: App
+    port: int
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Health NOT_SERVING first, then let in-flight calls finish within the grace period."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(self.app.settings.grace_period_s if grace is None else grace)
+        await self.app.close()
+
+
+async def start_server(settings: Settings, app: App | None = None) -> RunningServer:
+    app = app or App(settings)
+    await app.start()
+    max_bytes = settings.max_message_mb * 1024 * 1024
+    server = grpc.aio.server(
+        interceptors=[CorrelationIdInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", max_bytes),
+            ("grpc.max_send_message_length", max_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), server)
+    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), server)
+    answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), server)
+    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(IngestionServicer(app), server)
+
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+        server,
+    )
+    port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+    if port == 0:
+        raise RuntimeError(f"could not bind {settings.host}:{settings.port}")
+    await server.start()
+    serving = health_pb2.HealthCheckResponse.SERVING
+    for name in SERVICE_NAMES:
+        await health.set(name, serving)
+    await health.set("", serving)
+    log.info("rag-server listening on %s:%d", settings.host, port)
+    return RunningServer(server=server, health=health, app=app, port=port)
+
+
+async def serve(settings: Settings) -> None:
+    """Run until SIGTERM/SIGINT, then shut down gracefully."""
+    running = await start_server(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"rag-server listening on {settings.host}:{running.port}", flush=True)
+    await stop.wait()
+    log.info("shutting down: health NOT_SERVING, grace %.1fs", settings.grace_period_s)
+    await running.stop()

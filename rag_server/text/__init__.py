@@ -1,0 +1,7 @@
+"""Vietnamese text handling: accent folding, slugs, tokens, token counting, numbers."""
+
+from rag_server.text.normalize import fold, slugify, tokens, word_count
+from rag_server.text.numbers import extract_numbers
+from rag_server.text.tokens import count_tokens
+
+__all__ = ["count_tokens", "extract_numbers", "fold", "slugify", "tokens", "word_count"]
