@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rag_server.config import Settings
 from rag_server.vocabulary import Vocabulary, load_vocabulary
+
+if TYPE_CHECKING:
+    from rag_server.providers.base import Embedder, Reranker
+    from rag_server.store.base import Store
 
 log = logging.getLogger("rag_server")
 
@@ -16,15 +20,14 @@ log = logging.getLogger("rag_server")
 class App:
     settings: Settings
     vocabulary: Vocabulary = field(default_factory=load_vocabulary)
-    # Filled in by start(): the store, providers and retrieval engine (see rag_server/wiring.py).
-    parts: dict[str, Any] = field(default_factory=dict)
+    store: Store | None = None
+    embedder: Embedder | None = None
+    reranker: Reranker | None = None
 
     async def start(self) -> None:
         """Open the store and providers; refuse a store built with another embedding model."""
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
 
     async def close(self) -> None:
-        for part in self.parts.values():
-            close = getattr(part, "close", None)
-            if callable(close):
-                close()
+        if self.store is not None:
+            self.store.close()
