@@ -27,6 +27,13 @@ class App:
     async def start(self) -> None:
         """Open the store and providers; refuse a store built with another embedding model."""
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        from rag_server.store.startup import open_corpus
+
+        await open_corpus(self)  # embedder + store, model/dims check, sample load into an empty store
+        if self.reranker is None:
+            from rag_server.providers.rerank import build_reranker
+
+            self.reranker = build_reranker(self.settings, self.embedder)  # None when RAG_RERANKER=none
 
     async def close(self) -> None:
         if self.store is not None:

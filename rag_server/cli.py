@@ -40,6 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="bind address (default RAG_HOST or 127.0.0.1)")
     serve.add_argument("--data-dir", default=None, help="data directory (default RAG_DATA_DIR)")
     serve.set_defaults(func=_cmd_serve)
+
+    from ingest.command import add_ingest_parser
+
+    add_ingest_parser(sub)
+
+    from rag_server.evaluation.command import add_eval_parser
+
+    add_eval_parser(sub)
+
+    from rag_server.persistence.command import add_migrate_parser
+
+    add_migrate_parser(sub)
     return parser
 
 

@@ -65,7 +65,8 @@ class Settings(BaseSettings):
     # --- evidence policy (seed 000 defaults) ---
     evidence_minimum_score: float = Field(0.12, ge=0, le=1, description="Minimum dense score (dense routes).")
     indication_minimum_score: float = Field(
-        0.86, ge=0, le=1, description="Minimum dense score for the indication fallback (e5 cosine)."
+        0.895, ge=0, le=1, description="Minimum dense score for the indication fallback (e5 cosine of "
+        "'điều trị <indication>' vs chi_dinh chunks; tuned in benchmarks/indication_threshold.py)."
     )
     candidate_limit: int = Field(5, ge=1, le=100, description="Dense candidates of retrieve().")
     evidence_limit: int = Field(3, ge=1, le=100, description="Default hydrate limit (not the section route).")
@@ -85,7 +86,7 @@ class Settings(BaseSettings):
     @classmethod
     def _split_roots(cls, value: object) -> object:
         if isinstance(value, str):
-            return [Path(p) for p in value.split(",") if p.strip()]
+            return [Path(p.strip()) for p in value.split(",") if p.strip()]
         return value
 
     @field_validator("log_level")

@@ -1,40 +1,330 @@
-"""IngestionService: PDF -> store, upload, manifest."""
+"""IngestionService: PDF -> store, upload, manifest.
+
+Ingest runs the blocking pipeline in a worker thread; its progress events cross into the event loop
+through an asyncio queue and stream out as IngestProgress, then one IngestSummary closes the stream.
+One ingest at a time (a second one is ABORTED). Paths must resolve, symlinks followed, inside a
+configured ingest root or the uploads dir. A client that cancels stops the worker at its next progress
+event, and the half-written generation is dropped.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import threading
+import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf import timestamp_pb2
 
-from rag_server.api.errors import unimplemented
+from rag_server.api.errors import RequestError, failed_precondition, invalid_argument, not_found
 from rag_server.api.validation import Violations
 from rag_server.app import App
-from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
+from rag_server.config import Settings
+from rag_server.domain import Manifest
+from rag_server.gen.rag.v1 import common_pb2, ingestion_pb2, ingestion_pb2_grpc
+from rag_server.providers.base import Embedder, ProviderError
+from rag_server.store.base import Store
+
+log = logging.getLogger("rag_server.api.ingestion")
+
+DOCUMENT_ID = re.compile(r"^[0-9a-f]{16}$")
+PDF_MAGIC = b"%PDF-"
+MAGIC_WINDOW = 1024  # the PDF header may follow up to 1 KiB of leading bytes
+
+# ingest.build.IngestInputError.kind -> status
+_INPUT_STATUS = {
+    "not_pdf": grpc.StatusCode.INVALID_ARGUMENT,
+    "corrupt": grpc.StatusCode.INVALID_ARGUMENT,
+    "encrypted": grpc.StatusCode.FAILED_PRECONDITION,
+    "no_monographs": grpc.StatusCode.FAILED_PRECONDITION,
+}
+
+
+class IngestCancelled(Exception):
+    """The caller went away; raised inside the worker at its next progress event."""
+
+
+def manifest_to_proto(manifest: Manifest) -> common_pb2.CorpusManifest:
+    created = timestamp_pb2.Timestamp()
+    with contextlib.suppress(ValueError):
+        created.FromDatetime(datetime.fromisoformat(manifest.created_at))
+    return common_pb2.CorpusManifest(
+        corpus_sha=manifest.corpus_sha,
+        embedding_model=manifest.embedding_model,
+        dims=manifest.dims,
+        monograph_count=manifest.monograph_count,
+        section_count=manifest.section_count,
+        chunk_count=manifest.chunk_count,
+        block_count=manifest.block_count,
+        created_at=created,
+        generation=manifest.generation,
+        document_id=manifest.document_id,
+        schema_version=manifest.schema_version,
+    )
+
+
+def allowed_roots(settings: Settings) -> list[Path]:
+    return [root.resolve() for root in (*settings.ingest_roots, settings.uploads_dir)]
+
+
+def resolve_ingest_path(raw: str, settings: Settings) -> Path:
+    """The PDF `raw` names (a path or an uploaded document_id), only if it resolves inside an allowed root."""
+    roots = allowed_roots(settings)
+    if DOCUMENT_ID.fullmatch(raw):
+        candidates = [settings.uploads_dir / f"{raw}.pdf"]
+    elif Path(raw).is_absolute():
+        candidates = [Path(raw)]
+    else:
+        candidates = [root / raw for root in roots]
+    inside = [c.resolve() for c in candidates if _is_inside(c.resolve(), roots)]
+    if not inside:
+        raise invalid_argument(
+            "path is outside the configured ingest roots",
+            (
+                "path",
+                "must resolve (symlinks followed) inside RAG_INGEST_ROOTS or the uploads dir, "
+                "or be a document_id returned by UploadDocument",
+            ),
+        )
+    for path in inside:
+        if path.is_file():
+            return path
+    raise not_found(f"no such document: {raw}", ("path", "no file at this path inside the allowed roots"))
+
+
+def _is_inside(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _error_for(exc: BaseException) -> RequestError:
+    from ingest.build import IngestInputError
+    from ingest.pipeline import GateFailure
+
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, IngestInputError):
+        code = _INPUT_STATUS.get(exc.kind, grpc.StatusCode.INVALID_ARGUMENT)
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            return invalid_argument(f"{exc.kind}: {exc.message}", ("path", exc.message))
+        return RequestError(
+            code, f"{exc.kind}: {exc.message}", precondition=[(exc.kind.upper(), "path", exc.message)]
+        )
+    if isinstance(exc, GateFailure):
+        gates = [
+            (
+                "GATE",
+                g.name,
+                f"{g.count} offending item(s)"
+                + (f", e.g. {', '.join(g.examples[:3])}" if g.examples else ""),
+            )
+            for g in exc.outcome.failed_gates
+        ]
+        return RequestError(grpc.StatusCode.FAILED_PRECONDITION, str(exc), precondition=gates)
+    if isinstance(exc, ProviderError):
+        return RequestError(
+            grpc.StatusCode.UNAVAILABLE, f"embedding provider failed: {exc}; nothing was switched"
+        )
+    return RequestError(grpc.StatusCode.INTERNAL, f"ingest failed: {exc}; nothing was switched")
 
 
 class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
     def __init__(self, app: App) -> None:
         self.app = app
+        self._busy_lock = threading.Lock()
+        self._busy: str | None = None
 
-    async def Ingest(  # type: ignore[override]
+    def _ready(self) -> tuple[Store, Embedder]:
+        if self.app.store is None or self.app.embedder is None:
+            raise failed_precondition("the store is not open (server still starting?)", "store")
+        return self.app.store, self.app.embedder
+
+    def _claim(self, path: Path) -> None:
+        with self._busy_lock:
+            if self._busy is not None:
+                raise RequestError(
+                    grpc.StatusCode.ABORTED,
+                    f"another ingest is running ({self._busy}); retry when it has finished",
+                    precondition=[("INGEST_RUNNING", self._busy, "one ingest at a time")],
+                )
+            self._busy = str(path)
+
+    def _release(self) -> None:
+        with self._busy_lock:
+            self._busy = None
+
+    async def Ingest(
         self, request: ingestion_pb2.IngestRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[ingestion_pb2.IngestResponse]:
         v = Violations()
         if not request.path:
             v.add("path", "must name a PDF inside a configured ingest root, or an uploaded document path")
         v.raise_if_any()
-        raise unimplemented("ingestion pipeline")
-        yield ingestion_pb2.IngestResponse()  # pragma: no cover
+        store, embedder = self._ready()
+        pdf = resolve_ingest_path(request.path, self.app.settings)
+        self._claim(pdf)
+
+        from ingest.pipeline import IngestOutcome, run_ingest
+
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, int, int, str] | None] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def post(item: tuple[str, int, int, str] | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def progress(stage: str, done: int, total: int, message: str) -> None:
+            if cancelled.is_set():
+                raise IngestCancelled("the caller cancelled the ingest")
+            post((stage, done, total, message))
+
+        def work() -> IngestOutcome:
+            try:
+                return run_ingest(
+                    pdf,
+                    self.app.settings,
+                    store=store,
+                    embedder=embedder,
+                    embed_only=request.embed_only,
+                    resume=request.resume,
+                    check_only=request.check_only,
+                    allow_gate_failures=request.allow_gate_failures,
+                    progress=progress,
+                )
+            finally:
+                self._release()
+                post(None)
+
+        try:
+            future = loop.run_in_executor(None, work)
+        except BaseException:
+            self._release()
+            raise
+        try:
+            while (item := await queue.get()) is not None:
+                stage, done, total, message = item
+                yield ingestion_pb2.IngestResponse(
+                    progress=ingestion_pb2.IngestProgress(
+                        stage=stage, done=done, total=total, message=message
+                    )
+                )
+            try:
+                outcome = await future
+            except Exception as exc:
+                log.warning("ingest of %s failed: %s", pdf, exc)
+                raise _error_for(exc) from exc
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        yield ingestion_pb2.IngestResponse(summary=_summary(outcome))
 
     async def UploadDocument(
         self,
         request_iterator: AsyncIterator[ingestion_pb2.UploadDocumentRequest],
         context: grpc.aio.ServicerContext[Any, Any],
     ) -> ingestion_pb2.UploadDocumentResponse:
-        raise unimplemented("document upload")
+        settings = self.app.settings
+        limit = settings.upload_max_mb * 1024 * 1024
+        uploads = settings.uploads_dir
+        uploads.mkdir(parents=True, exist_ok=True)
+        tmp = uploads / f".upload-{uuid.uuid4().hex}.part"
+        digest = hashlib.sha256()
+        size, head, declared, seen_metadata = 0, b"", 0, False
+        try:
+            with tmp.open("wb") as handle:
+                async for message in request_iterator:
+                    part = message.WhichOneof("part")
+                    if not seen_metadata:
+                        if part != "metadata":
+                            raise invalid_argument(
+                                "the first message must be metadata",
+                                ("metadata", "send UploadMetadata first"),
+                            )
+                        seen_metadata, declared = True, message.metadata.size_bytes
+                        _check_metadata(message.metadata, limit, settings.upload_max_mb)
+                        continue
+                    if part != "chunk":
+                        raise invalid_argument("metadata sent twice", ("metadata", "only the first message"))
+                    size += len(message.chunk)
+                    if size > limit:
+                        raise _too_large(settings.upload_max_mb)
+                    if len(head) < MAGIC_WINDOW:
+                        head += message.chunk[: MAGIC_WINDOW - len(head)]
+                    digest.update(message.chunk)
+                    handle.write(message.chunk)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if not seen_metadata:
+                raise invalid_argument("empty upload", ("metadata", "send UploadMetadata, then the bytes"))
+            if size == 0:
+                raise invalid_argument(
+                    "no bytes were uploaded", ("chunk", "send the PDF bytes after the metadata")
+                )
+            if declared and declared != size:
+                raise invalid_argument(
+                    "size mismatch", ("metadata.size_bytes", f"declared {declared} bytes, received {size}")
+                )
+            if PDF_MAGIC not in head:
+                raise invalid_argument(
+                    "not a PDF", ("chunk", "the file does not start with the %PDF- header")
+                )
+            sha = digest.hexdigest()
+            document_id = sha[:16]
+            final = uploads / f"{document_id}.pdf"
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return ingestion_pb2.UploadDocumentResponse(
+            document_id=document_id, path=str(final.resolve()), size_bytes=size, sha256=sha
+        )
 
     async def GetCorpus(
         self, request: ingestion_pb2.GetCorpusRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> ingestion_pb2.GetCorpusResponse:
-        raise unimplemented("corpus manifest (ingestion)")
+        store, _ = self._ready()
+        manifest = await asyncio.to_thread(store.manifest)
+        if manifest is None:
+            return ingestion_pb2.GetCorpusResponse(loaded=False)
+        return ingestion_pb2.GetCorpusResponse(manifest=manifest_to_proto(manifest), loaded=True)
+
+
+def _too_large(max_mb: int) -> RequestError:
+    return RequestError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"upload exceeds {max_mb} MiB",
+        violations=[("chunk", f"the document must be at most {max_mb} MiB (RAG_UPLOAD_MAX_MB)")],
+    )
+
+
+def _check_metadata(metadata: ingestion_pb2.UploadMetadata, limit: int, max_mb: int) -> None:
+    if not metadata.filename.strip():
+        raise invalid_argument("filename is required", ("metadata.filename", "must not be empty"))
+    if metadata.size_bytes < 0:
+        raise invalid_argument("negative size", ("metadata.size_bytes", "must be >= 0"))
+    if metadata.size_bytes > limit:
+        raise _too_large(max_mb)
+
+
+def _summary(outcome: Any) -> ingestion_pb2.IngestSummary:
+    return ingestion_pb2.IngestSummary(
+        manifest=manifest_to_proto(outcome.manifest) if outcome.manifest is not None else None,
+        gates=[
+            ingestion_pb2.GateResult(name=g.name, count=g.count, examples=list(g.examples)[:10])
+            for g in outcome.gates
+        ],
+        switched=outcome.switched,
+        pages=outcome.pages,
+        embeddings_computed=outcome.embeddings_computed,
+        embeddings_cached=outcome.embeddings_cached,
+        timings=[common_pb2.StageTiming(stage=s, millis=ms) for s, ms in outcome.timings],
+        message=outcome.message,
+    )

@@ -4,6 +4,7 @@ RequestError -> gRPC status with google.rpc details, for every method."""
 from __future__ import annotations
 
 import contextvars
+import inspect
 import logging
 import re
 import uuid
@@ -68,6 +69,19 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):
             return grpc.unary_unary_rpc_method_handler(
                 unary_unary, handler.request_deserializer, handler.response_serializer
             )
+        if handler.unary_stream and not inspect.isasyncgenfunction(handler.unary_stream):
+            inner_uw = handler.unary_stream  # writes with context.write() (e.g. grpc.health.v1 Watch)
+
+            async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+                await _start(context)
+                try:
+                    await inner_uw(request, context)
+                except RequestError as err:
+                    await context.abort_with_status(err.to_status())
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream_writer, handler.request_deserializer, handler.response_serializer
+            )
         if handler.unary_stream:
             inner_us = handler.unary_stream
 
@@ -94,6 +108,21 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):
 
             return grpc.stream_unary_rpc_method_handler(
                 stream_unary, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.stream_stream and not inspect.isasyncgenfunction(handler.stream_stream):
+            inner_sw = handler.stream_stream  # writes with context.write()
+
+            async def stream_stream_writer(
+                requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> None:
+                await _start(context)
+                try:
+                    await inner_sw(requests, context)
+                except RequestError as err:
+                    await context.abort_with_status(err.to_status())
+
+            return grpc.stream_stream_rpc_method_handler(
+                stream_stream_writer, handler.request_deserializer, handler.response_serializer
             )
         if handler.stream_stream:
             inner_ss = handler.stream_stream

@@ -1,15 +1,19 @@
-"""UnderstandingService: question -> QueryFrame."""
+"""UnderstandingService: question -> QueryFrame (deterministic: catalog, section phrases, patient rules)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
 
-from rag_server.api.errors import unimplemented
+from rag_server.api import convert
 from rag_server.api.validation import Violations
 from rag_server.app import App
+from rag_server.decision import R, make_decision
 from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
+from rag_server.retrieval.service import retriever_for
+from rag_server.retrieval.timing import Timings
 
 
 class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer):
@@ -23,4 +27,15 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
         v.check_query("query", request.query)
         v.check_conversation_id("conversation_id", request.conversation_id)
         v.raise_if_any()
-        raise unimplemented("query understanding (drug/section resolvers) is not wired yet")
+        retriever = retriever_for(self.app)
+        timings = Timings()
+        understanding = await asyncio.to_thread(retriever.understand, request.query, timings)
+        response = understanding_pb2.UnderstandResponse(
+            frame=convert.frame(understanding.frame), timings=convert.timings(timings)
+        )
+        if understanding.reason:
+            response.decision.CopyFrom(make_decision(understanding.reason, detail=understanding.detail))
+        elif not await asyncio.to_thread(retriever.loaded):
+            # Without a corpus no drug name can be resolved: say so rather than a misleading frame.
+            response.decision.CopyFrom(make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED))
+        return response

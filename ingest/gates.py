@@ -1,0 +1,77 @@
+"""Gates: named counts over monographs and chunks that must all be 0 before a corpus may be loaded.
+
+Each gate keeps up to 5 examples (chunk ids, drug ids or pages) so a failure can be looked up.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ingest.segment import Monograph
+from rag_server.domain import Chunk
+from rag_server.text import count_tokens
+from rag_server.vocabulary import Vocabulary
+
+MAX_EXAMPLES = 5
+
+
+@dataclass
+class Gate:
+    name: str
+    count: int
+    examples: list[str] = field(default_factory=list)
+
+
+GATE_NAMES = (
+    "chunks_without_printed_page",
+    "chunks_without_source_refs",
+    "unknown_section_keys",
+    "empty_sections",
+    "empty_chunks",
+    "duplicate_chunk_ids",
+    "chunks_over_ceiling",
+    "monographs_without_chi_dinh",
+    "monographs_without_sections",
+    "duplicate_drug_ids",
+    "pages_without_folio",
+    "unassigned_monograph_text",
+)
+
+
+def _gate(name: str, items: Iterable[str]) -> Gate:
+    found = list(items)
+    return Gate(name=name, count=len(found), examples=found[:MAX_EXAMPLES])
+
+
+def compute_gates(monographs: list[Monograph], chunks: list[Chunk], page_map: dict[int, int | None],
+                  vocab: Vocabulary, max_tokens: int) -> list[Gate]:
+    known = set(vocab.keys)
+    id_counts = Counter(c.chunk_id for c in chunks)
+    drug_counts = Counter(m.drug_id for m in monographs)
+    content_pages = sorted({ref.physical_page for c in chunks for ref in c.source_refs})
+    gates = [
+        _gate("chunks_without_printed_page",
+              (c.chunk_id for c in chunks
+               if c.source_refs and any(r.printed_page <= 0 for r in c.source_refs))),
+        _gate("chunks_without_source_refs", (c.chunk_id for c in chunks if not c.source_refs)),
+        _gate("unknown_section_keys",
+              (f"{m.drug_id}:{s.key}" for m in monographs for s in m.sections if s.key not in known)),
+        _gate("empty_sections",
+              (f"{m.drug_id}:{s.key}" for m in monographs for s in m.sections
+               if not s.text and not s.tables)),
+        _gate("empty_chunks", (c.chunk_id for c in chunks if not c.text.strip())),
+        _gate("duplicate_chunk_ids", sorted(cid for cid, n in id_counts.items() if n > 1)),
+        _gate("chunks_over_ceiling", (c.chunk_id for c in chunks if count_tokens(c.text) > max_tokens)),
+        _gate("monographs_without_chi_dinh",
+              (m.drug_id for m in monographs if m.section("chi_dinh") is None)),
+        _gate("monographs_without_sections", (m.drug_id for m in monographs if not m.sections)),
+        _gate("duplicate_drug_ids", sorted(d for d, n in drug_counts.items() if n > 1)),
+        _gate("pages_without_folio", (str(p) for p in content_pages if not page_map.get(p))),
+        _gate("unassigned_monograph_text",
+              (f"{m.drug_id}: {' '.join(p.text for p in m.unassigned)[:80]}"
+               for m in monographs if m.unassigned)),
+    ]
+    assert tuple(g.name for g in gates) == GATE_NAMES
+    return gates

@@ -1,0 +1,201 @@
+"""Parse: PDF pages -> styled lines in reading order, running headers removed, tables lifted, folios read.
+
+The only module that talks to PyMuPDF's page objects; everything after it works on `ingest.layout` records.
+Per page: spans (text, font, size, bold/italic, bbox, baseline) from `page.get_text("dict")`, ruled tables
+from `page.find_tables()` (only where the drawings hold a grid), formula bars from the drawings.
+Then, over the whole document: body text size, running headers/footers and folios, the page map.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymupdf
+
+from ingest.layout import BBox, PageLayout, ParsedDocument, Span, TableRegion, TextLine
+from ingest.reading_order import order_lines
+from ingest.regions import Segment, has_grid, inside, mark_formulas, rules_from_drawings
+from ingest.running import DEFAULT_MARKS, build_page_map, detect_running
+
+TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+_BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demibold", ",bd")
+_ITALIC_NAMES = ("italic", "oblique", ",it")
+_DROP = dict.fromkeys(map(ord, "\u00ad\u200b\ufeff"), None)
+
+PageProgress = Callable[[int, int], None]
+
+
+class PageError(Exception):
+    """A page could not be loaded or read."""
+
+    def __init__(self, page: int, cause: BaseException) -> None:
+        super().__init__(f"page {page}: {cause}")
+        self.page = page
+
+
+@dataclass
+class RawPage:
+    page: int
+    width: float
+    height: float
+    lines: list[TextLine]
+    horizontal: list[Segment] = field(default_factory=list)
+    tables: list[TableRegion] = field(default_factory=list)
+
+
+def table_marker(page: int) -> str:
+    return f"[Bảng: xem trang PDF {page}]"
+
+
+def _span(raw: dict[str, Any]) -> Span | None:
+    text = unicodedata.normalize("NFC", str(raw.get("text", ""))).translate(_DROP)
+    if not text:
+        return None
+    font = str(raw.get("font", ""))
+    lower = font.lower()
+    flags = int(raw.get("flags", 0))
+    bold = bool(flags & pymupdf.TEXT_FONT_BOLD) or any(n in lower for n in _BOLD_NAMES)
+    italic = bool(flags & pymupdf.TEXT_FONT_ITALIC) or any(n in lower for n in _ITALIC_NAMES)
+    x0, y0, x1, y1 = (float(v) for v in raw["bbox"])
+    origin = raw.get("origin", (x0, y1))
+    return Span(text=text, font=font, size=round(float(raw.get("size", 0.0)), 2), bold=bold, italic=italic,
+                bbox=(x0, y0, x1, y1), baseline=float(origin[1]))
+
+
+def _same_style(a: Span, b: Span) -> bool:
+    return a.bold == b.bold and a.italic == b.italic and abs(a.size - b.size) < 0.3
+
+
+def _merge_spans(spans: list[Span]) -> list[Span]:
+    """Adjacent spans of one style become one; a span printed twice at the same place (fake bold) once."""
+    out: list[Span] = []
+    for span in spans:
+        if out:
+            prev = out[-1]
+            if span.text == prev.text and abs(span.bbox[0] - prev.bbox[0]) < 1.0 \
+                    and abs(span.bbox[1] - prev.bbox[1]) < 1.0:
+                out[-1] = Span(prev.text, prev.font, prev.size, True, prev.italic, prev.bbox, prev.baseline)
+                continue
+            if _same_style(prev, span) and abs(span.baseline - prev.baseline) < 0.2 * prev.size:
+                bbox = (min(prev.bbox[0], span.bbox[0]), min(prev.bbox[1], span.bbox[1]),
+                        max(prev.bbox[2], span.bbox[2]), max(prev.bbox[3], span.bbox[3]))
+                out[-1] = Span(prev.text + span.text, prev.font, prev.size, prev.bold, prev.italic, bbox,
+                               prev.baseline)
+                continue
+        out.append(span)
+    return out
+
+
+def _line_pieces(raw_line: dict[str, Any], page: int) -> list[TextLine]:
+    """A PyMuPDF line as one or more TextLines (split where spans are far apart)."""
+    direction = raw_line.get("dir", (1.0, 0.0))
+    if abs(float(direction[1])) > 0.2:  # vertical or rotated text: not body text
+        return []
+    spans = [s for s in (_span(r) for r in raw_line.get("spans", ())) if s is not None]
+    groups: list[list[Span]] = []
+    for span in spans:
+        if groups and span.bbox[0] - groups[-1][-1].bbox[2] <= 1.2 * max(span.size, 1.0):
+            groups[-1].append(span)
+        else:
+            groups.append([span])
+    pieces: list[TextLine] = []
+    for group in groups:
+        merged = _merge_spans(group)
+        if not "".join(s.text for s in merged).strip():
+            continue
+        bbox: BBox = (min(s.bbox[0] for s in merged), min(s.bbox[1] for s in merged),
+                      max(s.bbox[2] for s in merged), max(s.bbox[3] for s in merged))
+        pieces.append(TextLine(spans=merged, page=page, bbox=bbox))
+    return pieces
+
+
+def _cell_text(lines: list[TextLine], cell: Any) -> str:
+    """Text of the lines whose centre lies in a table cell (PyMuPDF's own cell text drops narrow spaces)."""
+    if cell is None:
+        return ""
+    box: BBox = (float(cell[0]), float(cell[1]), float(cell[2]), float(cell[3]))
+    inner = sorted((ln for ln in lines if inside(ln, box, slack=0.0)),
+                   key=lambda ln: (round((ln.y0 + ln.y1) / 2), ln.x0))
+    return " ".join(" ".join(ln.text.split()) for ln in inner)
+
+
+def extract_page(page: pymupdf.Page, number: int) -> RawPage:
+    """Lines, rules and tables of one page (number is physical and 1-based)."""
+    data = page.get_text("dict", flags=TEXT_FLAGS)
+    lines: list[TextLine] = []
+    for block in data.get("blocks", ()):
+        if block.get("type", 0) != 0:
+            continue
+        for raw_line in block.get("lines", ()):
+            lines.extend(_line_pieces(raw_line, number))
+    horizontal, vertical = rules_from_drawings(page.get_drawings())
+    tables: list[TableRegion] = []
+    if has_grid(horizontal, vertical):
+        for table in page.find_tables(use_layout=False).tables:
+            rows = [[_cell_text(lines, cell) for cell in row.cells] for row in table.rows]
+            if len(rows) >= 2 and max(len(r) for r in rows) >= 2:
+                x0, y0, x1, y1 = (float(v) for v in table.bbox)
+                tables.append(TableRegion(page=number, bbox=(x0, y0, x1, y1), rows=rows))
+    rect = page.rect
+    return RawPage(number, float(rect.width), float(rect.height), lines, horizontal, tables)
+
+
+def body_size_of(pages: list[RawPage]) -> float:
+    """The most common text size, weighted by characters (0.5 pt bins)."""
+    counts: Counter[float] = Counter()
+    for raw in pages:
+        for line in raw.lines:
+            for span in line.spans:
+                counts[round(span.size * 2) / 2] += len(span.text.strip())
+    return counts.most_common(1)[0][0] if counts else 10.0
+
+
+def layout_pages(raw_pages: list[RawPage], marks: tuple[str, ...] = DEFAULT_MARKS) -> ParsedDocument:
+    """Whole-document steps on extracted pages: running lines, folios, tables, formulas, reading order."""
+    body_size = body_size_of(raw_pages)
+    candidates: dict[int, list[TextLine]] = {}
+    for raw in raw_pages:
+        boxes = [t.bbox for t in raw.tables]
+        candidates[raw.page] = [ln for ln in raw.lines if not any(inside(ln, b) for b in boxes)]
+    running = detect_running(
+        [(raw.page, raw.width, raw.height, candidates[raw.page]) for raw in raw_pages], body_size, marks)
+    page_map = build_page_map(running.folios)
+    layouts: list[PageLayout] = []
+    for raw in raw_pages:
+        dropped = running.removed.get(raw.page, set())
+        kept = [ln for i, ln in enumerate(candidates[raw.page]) if i not in dropped]
+        run_lines = [ln for i, ln in enumerate(candidates[raw.page]) if i in dropped]
+        tables: dict[str, TableRegion] = {}
+        for k, table in enumerate(raw.tables, start=1):
+            local_id = f"p{raw.page}t{k}"
+            tables[local_id] = table
+            kept.append(TextLine(spans=[Span(table_marker(raw.page), size=body_size, bbox=table.bbox,
+                                             baseline=table.bbox[3])],
+                                 page=raw.page, bbox=table.bbox, visual=True, table_id=local_id))
+        mark_formulas([ln for ln in kept if not ln.table_id], raw.horizontal, body_size,
+                      [t.bbox for t in raw.tables])
+        ordered, columns = order_lines(kept)
+        layouts.append(PageLayout(page=raw.page, width=raw.width, height=raw.height, lines=ordered,
+                                  running=run_lines, tables=tables, folio=running.folios.get(raw.page),
+                                  columns=columns))
+    return ParsedDocument(pages=layouts, page_map=page_map, body_size=body_size)
+
+
+def parse_document(doc: pymupdf.Document, marks: tuple[str, ...] = DEFAULT_MARKS,
+                   progress: PageProgress | None = None) -> ParsedDocument:
+    """All pages of an open document. Raises PageError when a page cannot be loaded or read."""
+    total = doc.page_count
+    raw_pages: list[RawPage] = []
+    for index in range(total):
+        try:
+            page = doc.load_page(index)
+            raw_pages.append(extract_page(page, index + 1))
+        except Exception as exc:  # PyMuPDF raises plain RuntimeError/ValueError subclasses
+            raise PageError(index + 1, exc) from exc
+        if progress is not None and (index + 1 == total or (index + 1) % 25 == 0):
+            progress(index + 1, total)
+    return layout_pages(raw_pages, marks)

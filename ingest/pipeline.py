@@ -1,0 +1,212 @@
+"""Flow A end to end: build_chunks -> gates -> embed (cache) -> BM25 -> load a new generation -> switch.
+
+`run_ingest` is what the CLI (`rag-server ingest`), the IngestionService and the server's sample load
+call. It never leaves a half-loaded corpus serving: a bad input, a failed gate, an exception or an
+interrupt before the switch leaves the previous generation (and its manifest) in place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ingest.embed_cache import embed_cached
+from ingest.load import load_generation as _load_generation
+from ingest.load import make_manifest, sparse_vectors
+from rag_server.config import Settings
+from rag_server.domain import ChunkKind, Manifest
+from rag_server.providers.base import Embedder
+from rag_server.store.base import Store
+
+StageProgress = Callable[[str, int, int, str], None]
+BuildFn = Callable[..., Any]
+
+
+class IngestError(RuntimeError):
+    """The ingest stopped before switching; `outcome` says how far it got."""
+
+    def __init__(self, message: str, outcome: IngestOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+class GateFailure(IngestError):
+    """At least one gate is non-zero and allow_gate_failures was not given."""
+
+
+@dataclass
+class IngestOutcome:
+    pdf_path: str
+    document_id: str = ""
+    pdf_sha256: str = ""
+    pages: int = 0
+    monograph_count: int = 0
+    section_count: int = 0
+    chunk_count: int = 0
+    block_count: int = 0
+    gates: list[Any] = field(default_factory=list)  # ingest.build.Gate
+    embeddings_computed: int = 0
+    embeddings_cached: int = 0
+    manifest: Manifest | None = None
+    switched: bool = False
+    timings: list[tuple[str, float]] = field(default_factory=list)  # (stage, milliseconds)
+    message: str = ""
+
+    @property
+    def failed_gates(self) -> list[Any]:
+        return [g for g in self.gates if g.count]
+
+
+class _StageClock:
+    """Times stages from the progress events: a stage lasts from its first event to the next stage's."""
+
+    def __init__(self, outcome: IngestOutcome, forward: StageProgress | None) -> None:
+        self.outcome = outcome
+        self.forward = forward
+        self.stage: str | None = None
+        self.started = 0.0
+
+    def __call__(self, stage: str, done: int, total: int, message: str) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage, self.started = stage, time.perf_counter()
+        if self.forward is not None:
+            self.forward(stage, done, total, message)
+
+    def close(self) -> None:
+        if self.stage is not None:
+            self.outcome.timings.append((self.stage, (time.perf_counter() - self.started) * 1000.0))
+            self.stage = None
+
+
+def _default_build() -> BuildFn:
+    # ingest.build.build_chunks is implemented alongside; resolved at call time
+    fn: BuildFn = importlib.import_module("ingest.build").build_chunks
+    return fn
+
+
+def run_ingest(
+    pdf_path: Path | str,
+    settings: Settings,
+    *,
+    store: Store,
+    embedder: Embedder,
+    embed_only: bool = False,
+    resume: bool = True,
+    check_only: bool = False,
+    allow_gate_failures: bool = False,
+    progress: StageProgress | None = None,
+    build: BuildFn | None = None,
+) -> IngestOutcome:
+    """Ingest one PDF. Raises ingest.build.IngestInputError for bad input, GateFailure for failed
+    gates, and whatever stopped the load otherwise; in every such case nothing was switched."""
+    outcome = IngestOutcome(pdf_path=str(pdf_path))
+    clock = _StageClock(outcome, progress)
+    try:
+        return _run(
+            pdf_path,
+            settings,
+            store,
+            embedder,
+            outcome,
+            clock,
+            build or _default_build(),
+            embed_only=embed_only,
+            resume=resume,
+            check_only=check_only,
+            allow_gate_failures=allow_gate_failures,
+        )
+    finally:
+        clock.close()
+
+
+def _run(
+    pdf_path: Path | str,
+    settings: Settings,
+    store: Store,
+    embedder: Embedder,
+    outcome: IngestOutcome,
+    clock: _StageClock,
+    build: BuildFn,
+    *,
+    embed_only: bool,
+    resume: bool,
+    check_only: bool,
+    allow_gate_failures: bool,
+) -> IngestOutcome:
+    result = build(Path(pdf_path), max_tokens=settings.chunk_max_tokens, progress=clock)
+    chunks = list(result.chunks)
+    outcome.document_id, outcome.pdf_sha256, outcome.pages = (
+        result.document_id,
+        result.pdf_sha256,
+        result.pages,
+    )
+    outcome.monograph_count, outcome.section_count = result.monograph_count, result.section_count
+    outcome.chunk_count = len(chunks)
+    outcome.block_count = sum(1 for c in chunks if c.chunk_kind is ChunkKind.BLOCK)
+    outcome.gates = list(result.gates)
+    failed = outcome.failed_gates
+    gate_note = (
+        f"{len(failed)} gate(s) failed: " + ", ".join(f"{g.name}={g.count}" for g in failed)
+        if failed
+        else "all gates 0"
+    )
+    if check_only:
+        outcome.message = f"check only: {gate_note}; nothing changed"
+        return outcome
+    if not chunks:
+        from ingest.build import IngestInputError
+
+        raise IngestInputError("no_monographs", f"{pdf_path}: no chunks were produced")
+    if failed and not allow_gate_failures:
+        outcome.message = f"{gate_note}; not loaded (pass allow_gate_failures to override)"
+        raise GateFailure(outcome.message, outcome)
+
+    def embed_progress(done: int, total: int) -> None:
+        clock("embed", done, total, f"{embedder.model}")
+
+    dense, stats = embed_cached(
+        embedder,
+        settings.cache_dir,
+        [c.text for c in chunks],
+        "document",
+        batch_size=settings.embed_batch_size,
+        resume=resume,
+        progress=embed_progress,
+    )
+    outcome.embeddings_computed, outcome.embeddings_cached = stats.computed, stats.cached
+    if embed_only:
+        outcome.message = (
+            f"embeddings ready ({stats.computed} computed, {stats.cached} cached); embed-only: not loaded"
+        )
+        return outcome
+    sparse = sparse_vectors(chunks, clock)
+
+    def manifest_for(generation: str) -> Manifest:
+        return make_manifest(
+            chunks,
+            generation=generation,
+            embedding_model=embedder.model,
+            dims=embedder.dims,
+            document_id=result.document_id,
+            monograph_count=result.monograph_count,
+            section_count=result.section_count,
+        )
+
+    outcome.manifest = _load_generation(
+        store,
+        chunks,
+        dense,
+        sparse,
+        dims=embedder.dims,
+        batch_size=settings.load_batch_size,
+        manifest_for=manifest_for,
+        progress=clock,
+    )
+    outcome.switched = True
+    outcome.message = f"serving generation {outcome.manifest.generation}: {len(chunks)} chunks; {gate_note}"
+    return outcome

@@ -1,0 +1,190 @@
+"""Domain -> protobuf (and the few protobuf -> domain) conversions, in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rag_server.domain import ChunkKind, Hit, ScoreKind
+from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
+from rag_server.retrieval.results import (
+    AssessmentResult,
+    CandidateStatus,
+    Facet,
+    IndicationResult,
+    RetrievalResult,
+    Route,
+)
+from rag_server.retrieval.timing import Timings
+from rag_server.understanding.catalog import DrugInfo
+from rag_server.understanding.frame import QueryFrame, TurnType
+from rag_server.understanding.patient import PatientFacts
+
+_SCORE_KIND = {
+    ScoreKind.EXACT: pb.SCORE_KIND_EXACT,
+    ScoreKind.LEXICAL: pb.SCORE_KIND_LEXICAL,
+    ScoreKind.DENSE: pb.SCORE_KIND_DENSE,
+    ScoreKind.FUSED: pb.SCORE_KIND_FUSED,
+    ScoreKind.RERANK: pb.SCORE_KIND_RERANK,
+}
+_CHUNK_KIND = {ChunkKind.PROSE: pb.CHUNK_KIND_PROSE, ChunkKind.BLOCK: pb.CHUNK_KIND_BLOCK}
+_TURN = {t: pb.TurnType.Value(f"TURN_TYPE_{t.name}") for t in TurnType}
+_TURN_BACK = {v: k for k, v in _TURN.items()}
+_ROUTE = {r: rpb.Route.Value(f"ROUTE_{r.name}") for r in Route}
+_FACET = {f: rpb.Facet.Value(f"FACET_{f.name}") for f in Facet}
+_STATUS = {s: rpb.CandidateStatus.Value(f"CANDIDATE_STATUS_{s.name}") for s in CandidateStatus}
+
+
+def evidence(hit: Hit) -> pb.Evidence:
+    c = hit.chunk
+    return pb.Evidence(
+        chunk_id=c.chunk_id,
+        drug_id=c.drug_id,
+        drug_name=c.drug_name,
+        section_key=c.section_key,
+        section_title=c.section_title,
+        part_index=c.part_index,
+        text=c.text,
+        score=hit.score,
+        score_kind=_SCORE_KIND[hit.score_kind],
+        source_refs=[
+            pb.SourceRef(
+                document_id=r.document_id, physical_page=r.physical_page, printed_page=r.printed_page
+            )
+            for r in c.source_refs
+        ],
+        requires_visual_check=c.requires_visual_check,
+        chunk_kind=_CHUNK_KIND[c.chunk_kind],
+    )
+
+
+def evidence_list(hits: Iterable[Hit]) -> list[pb.Evidence]:
+    return [evidence(h) for h in hits]
+
+
+def timings(t: Timings) -> list[pb.StageTiming]:
+    return [pb.StageTiming(stage=name, millis=round(ms, 3)) for name, ms in t.stages]
+
+
+def patient(facts: PatientFacts) -> pb.PatientContext:
+    return pb.PatientContext(
+        current_medications=facts.current_medications,
+        conditions=facts.conditions,
+        age_years=facts.age_years or 0,
+        pregnant=facts.pregnant,
+        breastfeeding=facts.breastfeeding,
+        renal_impairment=facts.renal_impairment,
+        hepatic_impairment=facts.hepatic_impairment,
+        allergies=facts.allergies,
+    )
+
+
+def patient_from_proto(msg: pb.PatientContext) -> PatientFacts:
+    return PatientFacts(
+        current_medications=[m.strip() for m in msg.current_medications if m.strip()],
+        conditions=[c.strip() for c in msg.conditions if c.strip()],
+        age_years=msg.age_years or None,
+        pregnant=msg.pregnant,
+        breastfeeding=msg.breastfeeding,
+        renal_impairment=msg.renal_impairment,
+        hepatic_impairment=msg.hepatic_impairment,
+        allergies=[a.strip() for a in msg.allergies if a.strip()],
+    )
+
+
+def frame(f: QueryFrame) -> pb.QueryFrame:
+    return pb.QueryFrame(
+        turn_type=_TURN[f.turn_type],
+        drug_ids=f.drug_ids,
+        section_key=f.section_key,
+        indication=f.indication,
+        patient=patient(f.patient),
+        missing_fields=f.missing_fields,
+        query=f.query,
+    )
+
+
+def frame_from_proto(msg: pb.QueryFrame, query: str = "") -> QueryFrame:
+    """A caller's frame; an unspecified turn type is inferred from the fields that are set."""
+    turn = _TURN_BACK.get(msg.turn_type)
+    if turn is None:
+        if msg.indication and not msg.drug_ids:
+            turn = TurnType.INDICATION_LOOKUP
+        elif msg.drug_ids and msg.section_key:
+            turn = TurnType.SECTION_QUESTION
+        elif msg.drug_ids and not (msg.query or query):
+            turn = TurnType.DRUG_OVERVIEW
+        else:
+            turn = TurnType.FREE_FORM
+    return QueryFrame(
+        turn_type=turn,
+        query=msg.query or query,
+        drug_ids=list(dict.fromkeys(msg.drug_ids)),
+        section_key=msg.section_key,
+        indication=msg.indication,
+        patient=patient_from_proto(msg.patient),
+        missing_fields=list(msg.missing_fields),
+    )
+
+
+def retrieve_response(result: RetrievalResult) -> rpb.RetrieveResponse:
+    return rpb.RetrieveResponse(
+        decision=result.decision,
+        evidence=evidence_list(result.evidence),
+        omitted_evidence_ids=result.omitted_ids,
+        route=_ROUTE[result.route],
+        timings=timings(result.timings),
+        frame=frame(result.frame) if result.frame is not None else None,
+        reranker_state=result.reranker_state,
+    )
+
+
+def indication_response(result: IndicationResult) -> rpb.LookupIndicationResponse:
+    return rpb.LookupIndicationResponse(
+        decision=result.decision,
+        candidates=[
+            rpb.IndicationCandidate(
+                drug_id=c.drug_id,
+                drug_name=c.drug_name,
+                score=c.score,
+                score_kind=_SCORE_KIND[c.score_kind],
+                evidence=evidence_list(c.evidence),
+            )
+            for c in result.candidates
+        ],
+        timings=timings(result.timings),
+        match_stage=result.match_stage,
+    )
+
+
+def assessment_response(result: AssessmentResult) -> rpb.AssessPatientResponse:
+    return rpb.AssessPatientResponse(
+        decision=result.decision,
+        assessments=[
+            rpb.CandidateAssessment(
+                drug_id=c.drug_id,
+                drug_name=c.drug_name,
+                decision=c.decision,
+                facets=[
+                    rpb.FacetAssessment(
+                        facet=_FACET[f.facet],
+                        status=_STATUS[f.status],
+                        evidence=evidence_list(f.evidence),
+                        query=f.query,
+                    )
+                    for f in c.facets
+                ],
+            )
+            for c in result.candidates
+        ],
+        timings=timings(result.timings),
+    )
+
+
+def drug_list(drugs: Sequence[DrugInfo]) -> rpb.ListDrugsResponse:
+    return rpb.ListDrugsResponse(
+        drugs=[
+            rpb.DrugSummary(drug_id=d.drug_id, display_name=d.display_name, section_keys=list(d.section_keys))
+            for d in drugs
+        ]
+    )

@@ -1,0 +1,141 @@
+"""`rag-server eval QUESTIONS.jsonl --target HOST:PORT [--baseline] [--json OUT]`.
+
+Drives the running service over gRPC; `--baseline` also runs the dense-only baseline in-process
+against the same data dir (a snapshot of it when a running server holds the embedded store's lock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from rag_server.config import Settings
+from rag_server.evaluation.baseline import dense_baseline
+from rag_server.evaluation.dataset import DatasetError, Question, load_questions
+from rag_server.evaluation.metrics import EvalReport, summarize
+from rag_server.evaluation.report import print_report, report_json
+from rag_server.evaluation.runner import run_eval
+from rag_server.store.base import Store
+
+
+def add_eval_parser(sub: Any) -> None:
+    """Register the `eval` sub-command on an argparse sub-parsers object."""
+    p = sub.add_parser("eval", help="evaluate retrieval of a running service on a question set")
+    p.add_argument("questions", help="JSONL question file (see eval/dev_questions.jsonl)")
+    p.add_argument("--target", default=None,
+                   help="HOST:PORT of the running service (default RAG_HOST:RAG_PORT)")
+    p.add_argument("--baseline", action="store_true",
+                   help="also run the dense-only baseline in-process on the data dir's store")
+    p.add_argument("--data-dir", default=None, help="data directory for --baseline (default RAG_DATA_DIR)")
+    p.add_argument("--json", dest="json_out", default=None, help="write figures and outcomes to this file")
+    p.add_argument("--misses", type=int, default=20, help="misses to print (default 20)")
+    p.add_argument("--concurrency", type=int, default=4, help="questions in flight (default 4)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per RPC (default 60)")
+    p.add_argument("--fail-under", type=float, default=None,
+                   help="exit 1 when the service's section hit@1 is below this value")
+    p.set_defaults(func=cmd_eval)
+
+
+@contextlib.contextmanager
+def baseline_store(settings: Settings) -> Iterator[Store]:
+    """The data dir's store for reading. A running server owns the embedded store's lock, so the
+    served generation is then read from a temporary copy (generations are immutable once switched)."""
+    from rag_server.store.common import StoreError
+    from rag_server.store.factory import open_store
+
+    try:
+        store = open_store(settings)
+    except StoreError:
+        if settings.store != "edge":
+            raise
+        with tempfile.TemporaryDirectory(prefix="rag-eval-") as tmp:
+            copy = Settings(**{**settings.model_dump(), "data_dir": Path(tmp)})
+            _snapshot_edge_store(settings.store_dir, copy.store_dir)
+            store = open_store(copy)
+            try:
+                yield store
+            finally:
+                store.close()
+        return
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _snapshot_edge_store(src: Path, dst: Path) -> None:
+    pointer = src / "ACTIVE.json"
+    if not pointer.exists():
+        raise DatasetError(f"{src} serves no corpus: nothing to run the baseline on")
+    generation = str(json.loads(pointer.read_text(encoding="utf-8"))["generation"])
+    dst.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src / "generations" / generation, dst / "generations" / generation)
+    shutil.copy2(pointer, dst / "ACTIVE.json")
+
+
+def run_baseline(questions: list[Question], settings: Settings) -> EvalReport:
+    from rag_server.providers.factory import build_embedder
+
+    embedder = build_embedder(settings)
+    with baseline_store(settings) as store:
+        return summarize(dense_baseline(questions, store, embedder))
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    console = Console()
+    overrides: dict[str, Any] = {}
+    if args.data_dir:
+        overrides["data_dir"] = Path(args.data_dir)
+    settings = Settings(**overrides)
+    target = args.target or f"{settings.host}:{settings.port}"
+    try:
+        from rag_server.vocabulary import load_vocabulary
+
+        questions = load_questions(args.questions, load_vocabulary().keys)
+    except (OSError, DatasetError) as exc:
+        console.print(f"[red]cannot read questions:[/red] {exc}")
+        return 2
+    console.print(f"evaluating {len(questions)} questions against {target}")
+    try:
+        outcomes = asyncio.run(run_eval(target, questions, args.concurrency, args.timeout))
+    except ConnectionError as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 2
+    service = summarize(outcomes)
+    baseline: EvalReport | None = None
+    if args.baseline:
+        console.print(f"dense-only baseline on {settings.data_dir} ({settings.embedder})")
+        baseline = run_baseline(questions, settings)
+    print_report(console, service, baseline, args.misses)
+    if args.json_out:
+        data = report_json(service, baseline)
+        data["target"] = target
+        data["questions"] = str(args.questions)
+        data["outcomes"] = [
+            {"id": o.question.id, "kind": o.question.kind, "got": o.got_label, "gold": o.gold_label,
+             "route": o.route, "millis": round(o.millis, 2)}
+            for o in outcomes
+        ]
+        Path(args.json_out).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        console.print(f"wrote {args.json_out}")
+    if args.fail_under is not None and service.section_hit1.value < args.fail_under:
+        console.print(f"[red]section hit@1 {service.section_hit1.value:.3f} < {args.fail_under}[/red]")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    parser = argparse.ArgumentParser(prog="rag-server")
+    add_eval_parser(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args()
+    sys.exit(ns.func(ns))

@@ -1,0 +1,124 @@
+"""The evaluation question file: one JSON object a line.
+
+Kinds:
+* ``section``: gold_drug_id + gold_section_key; scored on Retrieve's top evidence (hit@1).
+* ``indication``: gold_drug_ids; LookupIndication{indication} (or the query) scored by recall@k.
+* ``nonsense_indication``: a made-up condition; correct when LookupIndication returns no drug.
+* ``abstain``: expect_decision (a DecisionKind or DecisionReason name, or a list of alternatives);
+  correct when Retrieve does not answer and its decision matches one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KINDS = ("section", "indication", "nonsense_indication", "abstain")
+
+
+class DatasetError(ValueError):
+    """The question file is malformed (the message names the line)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    kind: str
+    query: str
+    gold_drug_id: str = ""
+    gold_section_key: str = ""
+    gold_drug_ids: tuple[str, ...] = ()
+    indication: str = ""
+    style: tuple[str, ...] = ()
+    expect_decision: tuple[str, ...] = ()
+
+    @property
+    def indication_text(self) -> str:
+        """What LookupIndication is sent: the condition phrase when given, else the whole query."""
+        return self.indication or self.query
+
+
+def _str_tuple(value: Any, field: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value else ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise DatasetError(f"{where}: {field} must be a string or a list of strings")
+
+
+def parse_question(obj: Any, where: str = "question", section_keys: Iterable[str] | None = None) -> Question:
+    """Validate one decoded JSON object; `section_keys` (when given) bounds gold_section_key."""
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: expected a JSON object")
+    qid, kind, query = obj.get("id"), obj.get("kind"), obj.get("query")
+    if not isinstance(qid, str) or not qid:
+        raise DatasetError(f"{where}: id must be a non-empty string")
+    where = f"{where} ({qid})"
+    if kind not in KINDS:
+        raise DatasetError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if not isinstance(query, str) or not query.strip():
+        raise DatasetError(f"{where}: query must be a non-empty string")
+    question = Question(
+        id=qid,
+        kind=kind,
+        query=query,
+        gold_drug_id=str(obj.get("gold_drug_id") or ""),
+        gold_section_key=str(obj.get("gold_section_key") or ""),
+        gold_drug_ids=_str_tuple(obj.get("gold_drug_ids"), "gold_drug_ids", where),
+        indication=str(obj.get("indication") or ""),
+        style=_str_tuple(obj.get("style"), "style", where),
+        expect_decision=tuple(
+            _normalise_decision(v) for v in _str_tuple(obj.get("expect_decision"), "expect_decision", where)
+        ),
+    )
+    if kind == "section":
+        if not question.gold_drug_id or not question.gold_section_key:
+            raise DatasetError(f"{where}: a section question needs gold_drug_id and gold_section_key")
+        if section_keys is not None and question.gold_section_key not in set(section_keys):
+            raise DatasetError(f"{where}: unknown gold_section_key {question.gold_section_key!r}")
+    elif kind == "indication" and not question.gold_drug_ids:
+        raise DatasetError(f"{where}: an indication question needs gold_drug_ids")
+    elif kind == "nonsense_indication" and question.gold_drug_ids:
+        raise DatasetError(f"{where}: a nonsense indication has no gold drugs")
+    elif kind == "abstain" and not question.expect_decision:
+        raise DatasetError(f"{where}: an abstain question needs expect_decision")
+    return question
+
+
+def _normalise_decision(name: str) -> str:
+    """`DECISION_REASON_DRUG_NOT_FOUND` / `drug_not_found` -> `DRUG_NOT_FOUND`."""
+    upper = name.strip().upper()
+    for prefix in ("DECISION_REASON_", "DECISION_KIND_"):
+        if upper.startswith(prefix):
+            return upper[len(prefix):]
+    return upper
+
+
+def load_questions(path: Path | str, section_keys: Iterable[str] | None = None) -> list[Question]:
+    """Every question of a JSONL file (blank lines and `#` comments skipped); ids must be unique."""
+    keys = list(section_keys) if section_keys is not None else None
+    questions: list[Question] = []
+    seen: set[str] = set()
+    with Path(path).open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(f"{where}: invalid JSON ({exc.msg})") from exc
+            question = parse_question(obj, where, keys)
+            if question.id in seen:
+                raise DatasetError(f"{where}: duplicate id {question.id!r}")
+            seen.add(question.id)
+            questions.append(question)
+    if not questions:
+        raise DatasetError(f"{path}: no questions")
+    return questions

@@ -1,0 +1,122 @@
+"""Drive a RUNNING service over gRPC with a question set and collect one Outcome per question.
+
+section / abstain questions -> RetrievalService/Retrieve{query}; indication and nonsense questions ->
+RetrievalService/LookupIndication{indication}. The service is a black box here: nothing in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+import grpc
+
+from rag_server.evaluation.dataset import Question
+from rag_server.evaluation.metrics import Outcome
+from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
+
+ProgressFn = Callable[[int, int], None]
+
+
+def _enum_name(enum: object, value: int, prefix: str) -> str:
+    try:
+        name: str = enum.Name(value)  # type: ignore[attr-defined]
+    except ValueError:
+        return str(value)
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
+def decision_names(decision: common_pb2.Decision) -> tuple[str, str]:
+    """(kind, reason) without the DECISION_KIND_/DECISION_REASON_ prefixes."""
+    return (
+        _enum_name(common_pb2.DecisionKind, decision.kind, "DECISION_KIND_"),
+        _enum_name(common_pb2.DecisionReason, decision.reason, "DECISION_REASON_"),
+    )
+
+
+def outcome_from_retrieve(
+    question: Question, response: retrieval_pb2.RetrieveResponse, millis: float = 0.0
+) -> Outcome:
+    kind, reason = decision_names(response.decision)
+    top = response.evidence[0] if response.evidence else None
+    return Outcome(
+        question=question,
+        got_drug_id=top.drug_id if top else "",
+        got_section_key=top.section_key if top else "",
+        decision_kind=kind,
+        decision_reason=reason,
+        route=_enum_name(retrieval_pb2.Route, response.route, "ROUTE_"),
+        millis=millis,
+    )
+
+
+def outcome_from_indication(
+    question: Question, response: retrieval_pb2.LookupIndicationResponse, millis: float = 0.0
+) -> Outcome:
+    kind, reason = decision_names(response.decision)
+    ids: list[str] = []
+    for candidate in response.candidates:
+        if candidate.drug_id not in ids:
+            ids.append(candidate.drug_id)
+    return Outcome(
+        question=question,
+        got_drug_ids=tuple(ids),
+        decision_kind=kind,
+        decision_reason=reason,
+        route=response.match_stage,
+        millis=millis,
+    )
+
+
+async def ask(
+    stub: retrieval_pb2_grpc.RetrievalServiceStub, question: Question, timeout_s: float = 60.0
+) -> Outcome:
+    """One question -> one Outcome; an RPC error becomes Outcome.error (never raised)."""
+    start = time.perf_counter()
+    try:
+        if question.kind in ("indication", "nonsense_indication"):
+            ind = await stub.LookupIndication(
+                retrieval_pb2.LookupIndicationRequest(indication=question.indication_text), timeout=timeout_s
+            )
+            return outcome_from_indication(question, ind, (time.perf_counter() - start) * 1000)
+        ret = await stub.Retrieve(
+            retrieval_pb2.RetrieveRequest(query=question.query), timeout=timeout_s
+        )
+        return outcome_from_retrieve(question, ret, (time.perf_counter() - start) * 1000)
+    except grpc.aio.AioRpcError as exc:
+        return Outcome(
+            question=question,
+            error=f"{exc.code().name}: {exc.details()}",
+            millis=(time.perf_counter() - start) * 1000,
+        )
+
+
+async def run_eval(
+    target: str,
+    questions: Sequence[Question],
+    concurrency: int = 4,
+    timeout_s: float = 60.0,
+    connect_timeout_s: float = 10.0,
+    progress: ProgressFn | None = None,
+) -> list[Outcome]:
+    """Ask every question of `questions` at `target` (host:port); outcomes keep the input order."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        try:
+            await asyncio.wait_for(channel.channel_ready(), connect_timeout_s)
+        except TimeoutError as exc:
+            raise ConnectionError(f"no gRPC server answering at {target}") from exc
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        gate = asyncio.Semaphore(max(1, concurrency))
+        done = 0
+
+        async def one(question: Question) -> Outcome:
+            nonlocal done
+            async with gate:
+                outcome = await ask(stub, question, timeout_s)
+            done += 1
+            if progress is not None:
+                progress(done, len(questions))
+            return outcome
+
+        return list(await asyncio.gather(*(one(q) for q in questions)))

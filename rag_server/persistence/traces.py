@@ -1,0 +1,115 @@
+"""Retrieval traces: one row per Retrieve/LookupIndication/AssessPatient call. Saving is fail-open."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
+
+log = logging.getLogger("rag_server.persistence")
+
+_COLUMNS = (
+    "trace_id, correlation_id, conversation_id, rpc, query, route, decision_kind, decision_reason, "
+    "evidence_chunk_ids, omitted_chunk_ids, timings, corpus_generation"
+)
+
+
+def _enum_label(enum: Any, value: int, prefix: str) -> str:
+    return str(enum.Name(value)).removeprefix(prefix).lower()
+
+
+@dataclass(frozen=True)
+class RetrievalTrace:
+    correlation_id: str
+    rpc: str
+    route: str
+    decision_kind: str
+    decision_reason: str
+    evidence_chunk_ids: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    query: str = ""
+    conversation_id: str | None = None
+    omitted_chunk_ids: list[str] = field(default_factory=list)
+    corpus_generation: str = ""
+    trace_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    created_at: datetime | None = None
+
+    @classmethod
+    def from_retrieve(
+        cls,
+        request: retrieval_pb2.RetrieveRequest,
+        response: retrieval_pb2.RetrieveResponse,
+        correlation_id: str,
+        corpus_generation: str = "",
+    ) -> RetrievalTrace:
+        return cls(
+            correlation_id=correlation_id,
+            rpc="RetrievalService/Retrieve",
+            query=request.query,
+            route=_enum_label(retrieval_pb2.Route, response.route, "ROUTE_"),
+            decision_kind=_enum_label(common_pb2.DecisionKind, response.decision.kind, "DECISION_KIND_"),
+            decision_reason=_enum_label(
+                common_pb2.DecisionReason, response.decision.reason, "DECISION_REASON_"
+            ),
+            evidence_chunk_ids=[e.chunk_id for e in response.evidence],
+            omitted_chunk_ids=list(response.omitted_evidence_ids),
+            timings={t.stage: t.millis for t in response.timings},
+            corpus_generation=corpus_generation,
+        )
+
+    def _row(self) -> tuple[Any, ...]:
+        return (
+            self.trace_id, self.correlation_id, self.conversation_id, self.rpc, self.query, self.route,
+            self.decision_kind, self.decision_reason, list(self.evidence_chunk_ids),
+            list(self.omitted_chunk_ids), dict(self.timings), self.corpus_generation,
+        )
+
+    @classmethod
+    def from_record(cls, r: asyncpg.Record) -> RetrievalTrace:
+        return cls(
+            trace_id=r["trace_id"], correlation_id=r["correlation_id"], conversation_id=r["conversation_id"],
+            rpc=r["rpc"], query=r["query"], route=r["route"], decision_kind=r["decision_kind"],
+            decision_reason=r["decision_reason"], evidence_chunk_ids=list(r["evidence_chunk_ids"]),
+            omitted_chunk_ids=list(r["omitted_chunk_ids"]), timings=dict(r["timings"]),
+            corpus_generation=r["corpus_generation"], created_at=r["created_at"],
+        )
+
+
+class TraceStore:
+    """Writes traces without ever failing the request that produced them."""
+
+    def __init__(self, pool: asyncpg.Pool, *, timeout_s: float = 2.0) -> None:
+        self.pool = pool
+        self.timeout_s = timeout_s
+
+    async def save(self, trace: RetrievalTrace) -> bool:
+        """True when stored; False (logged) on any database failure or timeout."""
+        placeholders = ", ".join(f"${i}" for i in range(1, 13))
+        sql = f"INSERT INTO retrieval_traces ({_COLUMNS}) VALUES ({placeholders})"
+        try:
+            await asyncio.wait_for(self.pool.execute(sql, *trace._row()), self.timeout_s)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
+            log.warning("trace %s not saved (fail-open): %s", trace.correlation_id, exc)
+            return False
+        return True
+
+    async def by_correlation_id(self, correlation_id: str) -> list[RetrievalTrace]:
+        rows = await self.pool.fetch(
+            f"SELECT {_COLUMNS}, created_at FROM retrieval_traces"
+            " WHERE correlation_id = $1 ORDER BY created_at",
+            correlation_id,
+        )
+        return [RetrievalTrace.from_record(r) for r in rows]
+
+    async def recent(self, limit: int = 50) -> list[RetrievalTrace]:
+        rows = await self.pool.fetch(
+            f"SELECT {_COLUMNS}, created_at FROM retrieval_traces ORDER BY created_at DESC LIMIT $1", limit
+        )
+        return [RetrievalTrace.from_record(r) for r in rows]

@@ -1,0 +1,1 @@
+"""AWS Bedrock providers (boto3 bedrock-runtime)."""

@@ -1,0 +1,1 @@
+"""Cohere providers (cohere SDK, ClientV2)."""

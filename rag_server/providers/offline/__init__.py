@@ -1,0 +1,1 @@
+"""Offline providers (the defaults): nothing leaves the process."""

@@ -1,0 +1,16 @@
+"""Rerankers: offline (default), Cohere, and the timeout + circuit-breaker guard around either."""
+
+from rag_server.providers.rerank.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+from rag_server.providers.rerank.factory import build_reranker
+from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker, RerankOutcome
+
+__all__ = [
+    "CLOSED",
+    "DISABLED",
+    "HALF_OPEN",
+    "OPEN",
+    "CircuitBreaker",
+    "GuardedReranker",
+    "RerankOutcome",
+    "build_reranker",
+]

@@ -1,0 +1,44 @@
+"""Cohere rerank (rerank-v3.5) through the cohere SDK's ClientV2; tests point base_url at 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rag_server.providers.base import ProviderError
+
+
+class CohereReranker:
+    name = "cohere"
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = "rerank-v3.5",
+        base_url: str = "",
+        timeout_s: float = 10.0,
+        client: Any = None,
+    ) -> None:
+        if client is None:
+            import cohere
+
+            kwargs: dict[str, Any] = {"timeout": timeout_s, "max_retries": 0}
+            if base_url:
+                kwargs["base_url"] = base_url
+            client = cohere.ClientV2(api_key, **kwargs)
+        self._client = client
+        self.model = model
+
+    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
+        if not texts or top_k <= 0:
+            return []
+        try:
+            reply = self._client.rerank(
+                model=self.model, query=query, documents=list(texts), top_n=min(top_k, len(texts))
+            )
+        except Exception as exc:
+            raise ProviderError(f"cohere rerank failed: {type(exc).__name__}: {exc}") from exc
+        results = getattr(reply, "results", None)
+        if results is None:
+            raise ProviderError("cohere rerank reply has no results")
+        return [(int(r.index), float(r.relevance_score)) for r in results]

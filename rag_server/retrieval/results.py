@@ -1,0 +1,86 @@
+"""What the routes return (domain records; rag_server.api.convert maps them to protobuf)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from rag_server.domain import Hit, ScoreKind
+from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.retrieval.timing import Timings
+from rag_server.understanding.frame import QueryFrame
+
+
+class Route(StrEnum):
+    SECTION = "section"
+    SECTION_POOLED = "section_pooled"
+    DRUG_OVERVIEW = "drug_overview"
+    FREE_FORM = "free_form"
+    CORPUS_SEARCH = "corpus_search"
+    NONE = "none"
+
+
+@dataclass
+class RetrievalResult:
+    decision: pb.Decision
+    evidence: list[Hit] = field(default_factory=list)
+    omitted_ids: list[str] = field(default_factory=list)
+    route: Route = Route.NONE
+    timings: Timings = field(default_factory=Timings)
+    frame: QueryFrame | None = None
+    reranker_state: str = ""
+
+
+@dataclass
+class IndicationCandidate:
+    drug_id: str
+    drug_name: str
+    score: float
+    score_kind: ScoreKind
+    evidence: list[Hit]
+
+
+@dataclass
+class IndicationResult:
+    decision: pb.Decision
+    candidates: list[IndicationCandidate] = field(default_factory=list)
+    timings: Timings = field(default_factory=Timings)
+    match_stage: str = ""  # "keyword" | "dense" | "" (nothing matched)
+    indication: str = ""
+
+
+class Facet(StrEnum):
+    INTERACTION = "interaction"
+    WARNING = "warning"
+    DOSAGE_CONTEXT = "dosage_context"
+    PREGNANCY = "pregnancy"
+    BREASTFEEDING = "breastfeeding"
+
+
+class CandidateStatus(StrEnum):
+    EVIDENCE_FOUND = "evidence_found"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"  # never read as "safe"
+    VERIFY_PDF = "verify_pdf"
+
+
+@dataclass
+class FacetResult:
+    facet: Facet
+    status: CandidateStatus
+    evidence: list[Hit]
+    query: str
+
+
+@dataclass
+class CandidateResult:
+    drug_id: str
+    drug_name: str
+    facets: list[FacetResult]
+    decision: pb.Decision
+
+
+@dataclass
+class AssessmentResult:
+    decision: pb.Decision
+    candidates: list[CandidateResult] = field(default_factory=list)
+    timings: Timings = field(default_factory=Timings)

@@ -1,0 +1,76 @@
+"""Hybrid candidates, the guarded rerank and packing: free-form (one drug) and corpus search.
+
+The reranker only orders; whatever happens to it (disabled, failing, timing out, breaker open), the
+top_k cut and the token budget still apply to the fallback (hybrid) order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rag_server.domain import Hit, ScoreKind
+from rag_server.providers.base import Embedder, Reranker
+from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker
+from rag_server.retrieval.packing import pack_evidence
+from rag_server.retrieval.timing import Timings
+from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.bm25 import query_vector
+
+
+def search_candidates(
+    store: Store, embedder: Embedder | None, query: str, flt: ChunkFilter, limit: int, timings: Timings
+) -> list[Hit]:
+    """Hybrid (sparse + dense, RRF) when an embedder is configured, else BM25 alone."""
+    sparse = query_vector(query)
+    if embedder is None:
+        with timings.stage("search"):
+            return store.search_sparse(sparse, flt, limit)
+    with timings.stage("embed"):
+        dense = embedder.embed([query], "query")[0]
+    with timings.stage("search"):
+        return store.search_hybrid(dense, sparse, flt, limit)
+
+
+@dataclass
+class Ranked:
+    kept: list[Hit] = field(default_factory=list)
+    omitted_ids: list[str] = field(default_factory=list)
+    reranker_state: str = DISABLED
+    reranked: bool = False
+
+
+def rerank_hits(
+    query: str, hits: Sequence[Hit], reranker: Reranker | None, top_k: int, timings: Timings
+) -> tuple[list[Hit], str, bool]:
+    """(top_k hits best first, breaker state, whether the reranker's order was used)."""
+    if reranker is None or not hits:
+        return list(hits[:top_k]), DISABLED if reranker is None else _state(reranker), False
+    with timings.stage("rerank"):
+        if isinstance(reranker, GuardedReranker):
+            outcome = reranker.rerank_guarded(query, [h.chunk.text for h in hits], top_k)
+            order, state, applied = outcome.order, outcome.state, outcome.applied
+        else:  # an unguarded reranker (tests): failures still fall back
+            try:
+                order = [(i, s) for i, s in reranker.rerank(query, [h.chunk.text for h in hits], top_k)]
+                state, applied = "closed", True
+            except Exception:
+                order, state, applied = [(i, None) for i in range(min(top_k, len(hits)))], "open", False
+    out: list[Hit] = []
+    for index, score in order[:top_k]:
+        hit = hits[index]
+        out.append(Hit(hit.chunk, score, ScoreKind.RERANK) if applied and score is not None else hit)
+    return out, state, applied
+
+
+def _state(reranker: Reranker) -> str:
+    return reranker.state if isinstance(reranker, GuardedReranker) else "closed"
+
+
+def rerank_and_pack(
+    query: str, hits: Sequence[Hit], reranker: Reranker | None, top_k: int, max_tokens: int, timings: Timings
+) -> Ranked:
+    top, state, applied = rerank_hits(query, hits, reranker, top_k, timings)
+    with timings.stage("pack"):
+        packed = pack_evidence(top, max_tokens)
+    return Ranked(packed.kept, packed.omitted_ids, state, applied)

@@ -1,0 +1,405 @@
+"""The Retriever: understanding -> route -> decide, plus indication lookup, patient assessment and the
+drug list. Blocking (store, embedder, reranker calls): servicers run it in asyncio.to_thread.
+
+Store not loaded (no store, or no served generation): a normal response with decision
+CORPUS_NOT_LOADED (ListDrugs, which has no decision field, answers FAILED_PRECONDITION instead).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rag_server.decision import R, make_decision
+from rag_server.domain import ChunkKind, Hit
+from rag_server.providers.base import Embedder, Reranker
+from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker
+from rag_server.retrieval.decide import decide
+from rag_server.retrieval.indication import dense_pass, group_by_drug, indication_chunks, keyword_pass
+from rag_server.retrieval.lexical import content_terms
+from rag_server.retrieval.overview import overview_hits
+from rag_server.retrieval.packing import pack_evidence
+from rag_server.retrieval.patient import assess_candidate
+from rag_server.retrieval.policy import EvidencePolicy
+from rag_server.retrieval.results import (
+    AssessmentResult,
+    IndicationResult,
+    RetrievalResult,
+    Route,
+)
+from rag_server.retrieval.search import rerank_and_pack, search_candidates
+from rag_server.retrieval.section import pooled_neighbour_hits, section_hits
+from rag_server.retrieval.timing import Timings
+from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.bm25 import query_vector
+from rag_server.understanding.catalog import Catalog, CatalogCache, DrugInfo
+from rag_server.understanding.frame import (
+    QueryFrame,
+    TurnType,
+    Understanding,
+    build_frame,
+    strip_indication_head,
+)
+from rag_server.understanding.patient import PatientFacts
+from rag_server.understanding.rules import Rules, load_rules
+from rag_server.understanding.textmatch import Phrase, phrase, tokenize
+from rag_server.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from rag_server.app import App
+
+log = logging.getLogger("rag_server.retrieval")
+
+CATALOGS = CatalogCache()
+
+
+@dataclass
+class Retriever:
+    store: Store | None
+    vocabulary: Vocabulary
+    policy: EvidencePolicy
+    embedder: Embedder | None = None
+    reranker: Reranker | None = None
+    rules: Rules = field(default_factory=load_rules)
+    catalogs: CatalogCache = field(default_factory=lambda: CATALOGS)
+
+    # ------------------------------------------------------------------ shared
+    def loaded(self) -> bool:
+        return self.store is not None and self.store.manifest() is not None
+
+    def catalog(self, timings: Timings | None = None) -> Catalog | None:
+        if self.store is None:
+            return None
+        if timings is None:
+            return self.catalogs.get(self.store, self.vocabulary)
+        with timings.stage("catalog"):
+            return self.catalogs.get(self.store, self.vocabulary)
+
+    def reranker_state(self) -> str:
+        if self.reranker is None:
+            return DISABLED
+        return self.reranker.state if isinstance(self.reranker, GuardedReranker) else "closed"
+
+    def understand(self, query: str, timings: Timings | None = None) -> Understanding:
+        timings = timings if timings is not None else Timings()
+        catalog = self.catalog(timings)
+        with timings.stage("understand"):
+            return build_frame(query, catalog, self.vocabulary, self.rules)
+
+    def list_drugs(self) -> list[DrugInfo] | None:
+        catalog = self.catalog()
+        if catalog is None or not self.loaded():
+            return None
+        return sorted(catalog.drugs.values(), key=lambda d: d.drug_id)
+
+    # ---------------------------------------------------------------- retrieve
+    def retrieve(
+        self, query: str = "", drug_id: str = "", section_key: str = "", frame: QueryFrame | None = None
+    ) -> RetrievalResult:
+        timings = Timings()
+        if not self.loaded():
+            return RetrievalResult(
+                make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED),
+                timings=timings,
+                frame=frame,
+                reranker_state=self.reranker_state(),
+            )
+        understanding: Understanding | None = None
+        if frame is None:
+            frame, understanding = self._frame_for(query, drug_id, section_key, timings)
+        elif not frame.query:
+            frame.query = query
+        with timings.stage("route"):
+            result = self._route(frame, understanding, timings)
+        result.timings = timings
+        result.frame = frame
+        if not result.reranker_state:
+            result.reranker_state = self.reranker_state()
+        return result
+
+    def _frame_for(
+        self, query: str, drug_id: str, section_key: str, timings: Timings
+    ) -> tuple[QueryFrame, Understanding | None]:
+        if drug_id:
+            section = section_key
+            if not section and query.strip():
+                with timings.stage("understand"):
+                    match = self.vocabulary.resolve_section(self._without_names(query, [drug_id]))
+                section = match.section_key if match else ""
+            turn = (
+                TurnType.SECTION_QUESTION
+                if section
+                else TurnType.FREE_FORM
+                if query.strip()
+                else TurnType.DRUG_OVERVIEW
+            )
+            return QueryFrame(turn, query=query, drug_ids=[drug_id], section_key=section), None
+        understanding = self.understand(query, timings)
+        frame = understanding.frame
+        if (
+            section_key
+            and frame.turn_type
+            in (
+                TurnType.SECTION_QUESTION,
+                TurnType.FREE_FORM,
+                TurnType.DRUG_OVERVIEW,
+                TurnType.CLARIFY,
+            )
+            and not any(m.ambiguous for m in understanding.mentions)
+        ):
+            frame.section_key = section_key
+            if frame.drug_ids:
+                frame.turn_type = TurnType.SECTION_QUESTION
+            else:  # no drug: corpus search restricted to the section
+                frame.turn_type = TurnType.FREE_FORM
+                frame.missing_fields = []
+                understanding.reason = 0
+        return frame, understanding
+
+    def _without_names(self, query: str, drug_ids: Sequence[str]) -> str:
+        catalog = self.catalog()
+        toks = tokenize(query)
+        if catalog is None:
+            return query
+        names: list[Phrase] = [n for d in drug_ids for n in catalog.names_of(d)]
+        from rag_server.understanding.textmatch import find_any
+
+        drop = {j for i, p in find_any(toks, names) for j in range(i, i + len(p))}
+        return " ".join("zzdrugzz" if i in drop else t.raw for i, t in enumerate(toks))
+
+    def _route(
+        self, frame: QueryFrame, understanding: Understanding | None, timings: Timings
+    ) -> RetrievalResult:
+        turn = frame.turn_type
+        if understanding is not None and understanding.reason:
+            return RetrievalResult(make_decision(understanding.reason, detail=understanding.detail))
+        if turn == TurnType.SMALLTALK:
+            return RetrievalResult(make_decision(R.DECISION_REASON_SMALLTALK))
+        if turn == TurnType.OUT_OF_SCOPE:
+            return RetrievalResult(make_decision(R.DECISION_REASON_OUT_OF_SCOPE))
+        if turn == TurnType.CLARIFY:
+            reason = (
+                R.DECISION_REASON_AMBIGUOUS_DRUG
+                if len(frame.drug_ids) > 1
+                else R.DECISION_REASON_MISSING_REQUIRED_FIELD
+            )
+            return RetrievalResult(make_decision(reason, detail=", ".join(frame.missing_fields)))
+        if turn == TurnType.INDICATION_LOOKUP:
+            if not frame.indication:
+                return RetrievalResult(
+                    make_decision(R.DECISION_REASON_MISSING_REQUIRED_FIELD, detail="indication")
+                )
+            looked = self._lookup(frame.indication, timings)
+            evidence = [h for c in looked.candidates for h in c.evidence]
+            return RetrievalResult(looked.decision, evidence, route=Route.CORPUS_SEARCH)
+        if not frame.drug_ids:
+            return self._corpus_search(frame, timings)
+        catalog = self.catalog(timings)
+        unknown = [d for d in frame.drug_ids if catalog is None or d not in catalog.drugs]
+        if unknown:
+            return RetrievalResult(make_decision(R.DECISION_REASON_DRUG_NOT_FOUND, detail=", ".join(unknown)))
+        if turn == TurnType.PATIENT_ASSESSMENT:
+            assessed = self._assess(frame.drug_ids, frame.patient, timings)
+            evidence = [h for c in assessed.candidates for f in c.facets for h in f.evidence]
+            return RetrievalResult(assessed.decision, evidence, route=Route.SECTION)
+        if turn == TurnType.SECTION_QUESTION and frame.section_key:
+            return self._section(frame, catalog, timings)
+        if turn == TurnType.DRUG_OVERVIEW:
+            return self._overview(frame, timings)
+        return self._free_form(frame, timings)
+
+    # ------------------------------------------------------------------ routes
+    def _section(self, frame: QueryFrame, catalog: Catalog | None, timings: Timings) -> RetrievalResult:
+        assert self.store is not None and catalog is not None
+        evidence: list[Hit] = []
+        pooled_any = False
+        missing: list[str] = []
+        for drug_id in frame.drug_ids:
+            with timings.stage("scroll"):
+                hits = section_hits(self.store, drug_id, frame.section_key)
+            if not hits:
+                missing.append(drug_id)
+                continue
+            evidence.extend(hits)
+            if frame.query:
+                with timings.stage("pool"):
+                    pooled = self._pool(frame, drug_id, catalog)
+                pooled_any = pooled_any or bool(pooled)
+                evidence.extend(pooled)
+        if missing and not evidence:
+            return RetrievalResult(
+                make_decision(
+                    R.DECISION_REASON_SECTION_NOT_FOUND,
+                    detail=f"{self.vocabulary.title(frame.section_key)}: {', '.join(missing)}",
+                ),
+                route=Route.SECTION,
+            )
+        with timings.stage("decide"):
+            decision = decide(evidence)
+        return RetrievalResult(
+            decision, evidence, route=Route.SECTION_POOLED if pooled_any else Route.SECTION
+        )
+
+    def _pool(self, frame: QueryFrame, drug_id: str, catalog: Catalog) -> list[Hit]:
+        assert self.store is not None
+        drop: list[Phrase] = list(catalog.names_of(drug_id))
+        match = self.vocabulary.resolve_section(self._without_names(frame.query, [drug_id]))
+        if match is not None:
+            drop.append(phrase(match.phrase))
+        terms = content_terms(tokenize(frame.query), self.rules.stopwords, drop)
+        return pooled_neighbour_hits(
+            self.store, drug_id, frame.section_key, terms, query_vector(" ".join(terms))
+        )
+
+    def _overview(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+        assert self.store is not None
+        evidence: list[Hit] = []
+        for drug_id in frame.drug_ids:
+            with timings.stage("scroll"):
+                evidence.extend(overview_hits(self.store, drug_id, self.vocabulary, intro_only=True))
+        with timings.stage("pack"):
+            packed = pack_evidence(evidence, self.policy.max_context_tokens)
+        with timings.stage("decide"):
+            decision = decide(packed.kept)
+        return RetrievalResult(decision, packed.kept, packed.omitted_ids, Route.DRUG_OVERVIEW)
+
+    def _free_form(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+        assert self.store is not None
+        hits: list[Hit] = []
+        for drug_id in frame.drug_ids:
+            flt = ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value)
+            hits.extend(
+                search_candidates(
+                    self.store, self.embedder, frame.query, flt, self.policy.free_form_pool, timings
+                )
+            )
+        ranked = rerank_and_pack(
+            frame.query,
+            hits,
+            self.reranker,
+            self.policy.rerank_top_k,
+            self.policy.max_context_tokens,
+            timings,
+        )
+        with timings.stage("decide"):
+            decision = decide(ranked.kept)
+        return RetrievalResult(
+            decision, ranked.kept, ranked.omitted_ids, Route.FREE_FORM, reranker_state=ranked.reranker_state
+        )
+
+    def _corpus_search(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+        assert self.store is not None
+        if not frame.query.strip():
+            return RetrievalResult(make_decision(R.DECISION_REASON_MISSING_REQUIRED_FIELD, detail="query"))
+        flt = ChunkFilter(
+            section_keys=(frame.section_key,) if frame.section_key else None, chunk_kind=ChunkKind.PROSE.value
+        )
+        hits = search_candidates(
+            self.store, self.embedder, frame.query, flt, self.policy.candidate_limit, timings
+        )
+        ranked = rerank_and_pack(
+            frame.query,
+            hits,
+            self.reranker,
+            self.policy.rerank_top_k,
+            self.policy.max_context_tokens,
+            timings,
+        )
+        with timings.stage("decide"):
+            decision = decide(ranked.kept)
+        return RetrievalResult(
+            decision,
+            ranked.kept,
+            ranked.omitted_ids,
+            Route.CORPUS_SEARCH,
+            reranker_state=ranked.reranker_state,
+        )
+
+    # -------------------------------------------------------------- indication
+    def lookup_indication(self, indication: str) -> IndicationResult:
+        timings = Timings()
+        if not self.loaded():
+            return IndicationResult(make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED), timings=timings)
+        result = self._lookup(indication, timings)
+        result.timings = timings
+        return result
+
+    def _lookup(self, indication: str, timings: Timings) -> IndicationResult:
+        assert self.store is not None
+        with timings.stage("scroll"):
+            chunks = indication_chunks(self.store)
+        phrases = list(dict.fromkeys([indication.strip(), strip_indication_head(indication, self.rules)]))
+        hits: list[Hit] = []
+        with timings.stage("keyword"):
+            for text in phrases:
+                hits = keyword_pass(chunks, text)
+                if hits:
+                    break
+        stage = "keyword" if hits else ""
+        if not hits and self.embedder is not None:
+            hits, best = dense_pass(self.store, self.embedder, indication, self.policy, timings)
+            log.info(
+                "indication %r: dense fallback best score %.4f (minimum %.4f), %d kept",
+                indication,
+                best,
+                self.policy.indication_minimum_score,
+                len(hits),
+            )
+            stage = "dense" if hits else ""
+        with timings.stage("group"):
+            candidates = group_by_drug(hits, self.policy)
+        if not candidates:
+            return IndicationResult(
+                make_decision(R.DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE),
+                [],
+                match_stage=stage,
+                indication=indication,
+            )
+        with timings.stage("decide"):
+            decision = decide([h for c in candidates for h in c.evidence])
+        return IndicationResult(decision, candidates, match_stage=stage, indication=indication)
+
+    # ----------------------------------------------------------------- patient
+    def assess_patient(self, drug_ids: Sequence[str], facts: PatientFacts) -> AssessmentResult:
+        timings = Timings()
+        if not self.loaded():
+            return AssessmentResult(make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED), timings=timings)
+        result = self._assess(drug_ids, facts, timings)
+        result.timings = timings
+        return result
+
+    def _assess(self, drug_ids: Sequence[str], facts: PatientFacts, timings: Timings) -> AssessmentResult:
+        assert self.store is not None
+        catalog = self.catalog(timings)
+        assert catalog is not None
+        with timings.stage("assess"):
+            candidates = [
+                assess_candidate(self.store, catalog, d, facts, self.rules, self.policy, self.vocabulary)
+                for d in drug_ids[: self.policy.patient_candidate_limit]
+            ]
+        evidence = [h for c in candidates for f in c.facets for h in f.evidence]
+        with timings.stage("decide"):
+            if evidence:
+                decision = decide(evidence)
+            elif candidates and all(
+                c.decision.reason == R.DECISION_REASON_DRUG_NOT_FOUND for c in candidates
+            ):
+                decision = make_decision(
+                    R.DECISION_REASON_DRUG_NOT_FOUND, detail=", ".join(c.drug_id for c in candidates)
+                )
+            else:
+                decision = make_decision(R.DECISION_REASON_INSUFFICIENT_EVIDENCE)
+        return AssessmentResult(decision, candidates)
+
+
+def retriever_for(app: App) -> Retriever:
+    """A Retriever over the app's store and providers (cheap: the catalog cache is shared)."""
+    return Retriever(
+        store=app.store,
+        vocabulary=app.vocabulary,
+        policy=EvidencePolicy.from_settings(app.settings),
+        embedder=app.embedder,
+        reranker=app.reranker,
+    )

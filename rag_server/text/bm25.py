@@ -1,0 +1,109 @@
+"""BM25 sparse vectors for Vietnamese text (the term-frequency half; Qdrant's `Modifier.IDF` adds the IDF).
+
+Analysis, shared by documents and queries:
+  1. `underthesea.word_tokenize` segments the text into words; a compound word ("suy thận") becomes one
+     term with its syllables joined by "_" ("suy_thận"). Segmentation depends on context, so every
+     syllable of a compound is also a term of its own.
+  2. Everything is lower-cased, and every term is also emitted accent-folded ("suy_than", "than"), so a
+     question typed without diacritics still matches.
+
+Term ids are the first 31 bits of blake2b(term) — deterministic across processes (never `hash()`).
+
+Document values carry BM25 term-frequency saturation `tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl))`, with dl
+the number of segmented words and avgdl a constant. Query values are 1 per distinct term: the score of
+a document is then sum over matched terms of IDF(term) * saturation(term).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import Counter
+from functools import lru_cache
+
+from rag_server.store.base import SparseVector
+from rag_server.text.normalize import fold
+
+K1 = 1.2
+B = 0.75
+AVGDL = 120.0  # words per chunk, the typical prose chunk of the 800-token ceiling
+
+_EDGE = re.compile(r"^[^\w]+|[^\w]+$", re.UNICODE)
+_HAS_ALNUM = re.compile(r"[^\W_]", re.UNICODE)
+_segment_lock = threading.Lock()
+
+
+def term_id(term: str) -> int:
+    """Stable 31-bit id of a term."""
+    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest()
+    return int.from_bytes(digest, "big") & 0x7FFFFFFF
+
+
+def _clean_syllable(raw: str) -> str:
+    syllable = _EDGE.sub("", raw.lower())
+    return syllable if _HAS_ALNUM.search(syllable) else ""
+
+
+@lru_cache(maxsize=16384)
+def segment(text: str) -> tuple[tuple[str, ...], ...]:
+    """Words of `text`, each a tuple of lower-cased syllables (punctuation dropped)."""
+    from underthesea import word_tokenize
+
+    with _segment_lock:
+        raw_words = word_tokenize(text)
+    words: list[tuple[str, ...]] = []
+    for raw in raw_words:
+        syllables = tuple(s for s in (_clean_syllable(p) for p in raw.replace("_", " ").split()) if s)
+        if syllables:
+            words.append(syllables)
+    return tuple(words)
+
+
+def word_terms(syllables: tuple[str, ...]) -> list[str]:
+    """The terms one segmented word contributes (each distinct form once)."""
+    forms: list[str] = []
+    if len(syllables) > 1:
+        forms.append("_".join(syllables))
+        forms.append("_".join(fold(s) for s in syllables))
+    for syllable in syllables:
+        forms.append(syllable)
+        forms.append(fold(syllable))
+    return list(dict.fromkeys(f for f in forms if f))
+
+
+def analyze(text: str) -> tuple[Counter[str], int]:
+    """(term frequencies, document length in words)."""
+    words = segment(text)
+    counts: Counter[str] = Counter()
+    for word in words:
+        counts.update(word_terms(word))
+    return counts, len(words)
+
+
+def _to_sparse(weights: dict[int, float]) -> SparseVector:
+    indices = sorted(weights)
+    return SparseVector(indices=indices, values=[weights[i] for i in indices])
+
+
+def document_vector(text: str, avgdl: float = AVGDL, k1: float = K1, b: float = B) -> SparseVector:
+    """BM25 TF-saturation values per term id (IDF is applied by the store)."""
+    counts, dl = analyze(text)
+    norm = k1 * (1.0 - b + b * dl / avgdl)
+    weights: dict[int, float] = {}
+    for term, tf in counts.items():
+        tid = term_id(term)
+        weights[tid] = weights.get(tid, 0.0) + tf * (k1 + 1.0) / (tf + norm)
+    return _to_sparse(weights)
+
+
+def query_vector(text: str) -> SparseVector:
+    """Weight 1 per distinct query term."""
+    counts, _ = analyze(text)
+    return _to_sparse({term_id(term): 1.0 for term in counts})
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, in order (for explanations and tests)."""
+    counts, _ = analyze(text)
+    return list(counts)

@@ -1,0 +1,154 @@
+"""Load rules.toml: the phrasings the deterministic understanding layer reads."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rag_server.understanding.textmatch import Phrase, phrase
+
+SLOT = "{x}"
+
+
+@dataclass(frozen=True)
+class Template:
+    """An indication phrasing: literal words before and after the {x} slot."""
+
+    text: str
+    before: Phrase
+    after: Phrase
+
+    @property
+    def size(self) -> int:
+        return len(self.before) + len(self.after)
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    flag: str
+    detect: tuple[Phrase, ...]
+    anchors: tuple[Phrase, ...]
+
+
+@dataclass(frozen=True)
+class AgeBand:
+    name: str
+    min_years: int
+    max_years: int
+    detect: tuple[Phrase, ...]
+    anchors: tuple[Phrase, ...]
+
+    def contains(self, years: int) -> bool:
+        return self.min_years <= years <= self.max_years
+
+
+@dataclass(frozen=True)
+class Rules:
+    greetings: tuple[Phrase, ...]
+    smalltalk_fillers: tuple[Phrase, ...]
+    non_human: tuple[Phrase, ...]
+    human_context: tuple[Phrase, ...]
+    templates: tuple[Template, ...]
+    leading_fillers: tuple[Phrase, ...]
+    trailing_fillers: tuple[Phrase, ...]
+    generic_heads: tuple[Phrase, ...]
+    current_medication_triggers: tuple[Phrase, ...]
+    connectors: tuple[Phrase, ...]
+    pregnant: tuple[Phrase, ...]
+    pregnancy_anchors: tuple[Phrase, ...]
+    breastfeeding: tuple[Phrase, ...]
+    breastfeeding_anchors: tuple[Phrase, ...]
+    age_pattern: re.Pattern[str]
+    age_bands: tuple[AgeBand, ...]
+    conditions: tuple[Condition, ...]
+    overview_fillers: tuple[Phrase, ...]
+    stopwords: frozenset[str]  # folded
+
+    def words(self) -> frozenset[str]:
+        """Every folded word the rules mention (never read as a drug name)."""
+        phrases: list[Phrase] = [
+            *self.greetings,
+            *self.smalltalk_fillers,
+            *self.non_human,
+            *self.human_context,
+            *self.leading_fillers,
+            *self.trailing_fillers,
+            *self.generic_heads,
+            *self.current_medication_triggers,
+            *self.connectors,
+            *self.pregnant,
+            *self.pregnancy_anchors,
+            *self.breastfeeding,
+            *self.breastfeeding_anchors,
+            *self.overview_fillers,
+        ]
+        phrases += [p for t in self.templates for p in (t.before, t.after)]
+        phrases += [p for c in self.conditions for p in (*c.detect, *c.anchors)]
+        phrases += [p for b in self.age_bands for p in (*b.detect, *b.anchors)]
+        return frozenset(w for p in phrases for w in p.folded) | self.stopwords
+
+
+def _phrases(values: Any) -> tuple[Phrase, ...]:
+    return tuple(phrase(str(v)) for v in values or [])
+
+
+def _template(text: str) -> Template:
+    if text.count(SLOT) != 1:
+        raise ValueError(f"indication template needs exactly one {SLOT}: {text!r}")
+    before, after = text.split(SLOT)
+    return Template(text, phrase(before), phrase(after))
+
+
+def _parse(data: dict[str, Any]) -> Rules:
+    patient = data["patient"]
+    templates = sorted((_template(t) for t in data["indication"]["templates"]), key=lambda t: -t.size)
+    return Rules(
+        greetings=_phrases(data["smalltalk"]["greetings"]),
+        smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
+        non_human=_phrases(data["scope"]["non_human"]),
+        human_context=_phrases(data["scope"]["human_context"]),
+        templates=tuple(templates),
+        leading_fillers=_phrases(data["indication"]["leading_fillers"]),
+        trailing_fillers=_phrases(data["indication"]["trailing_fillers"]),
+        generic_heads=_phrases(data["indication"]["generic_heads"]),
+        current_medication_triggers=_phrases(patient["current_medication_triggers"]),
+        connectors=_phrases(patient["connectors"]),
+        pregnant=_phrases(patient["pregnant"]),
+        pregnancy_anchors=_phrases(patient["pregnancy_anchors"]),
+        breastfeeding=_phrases(patient["breastfeeding"]),
+        breastfeeding_anchors=_phrases(patient["breastfeeding_anchors"]),
+        age_pattern=re.compile(str(patient["age_pattern"])),
+        age_bands=tuple(
+            AgeBand(
+                str(b["name"]),
+                int(b.get("min_years", 0)),
+                int(b.get("max_years", 200)),
+                _phrases(b.get("detect")),
+                _phrases(b.get("anchors")),
+            )
+            for b in patient.get("age_band", [])
+        ),
+        conditions=tuple(
+            Condition(
+                str(c["name"]), str(c.get("flag", "")), _phrases(c.get("detect")), _phrases(c.get("anchors"))
+            )
+            for c in patient.get("condition", [])
+        ),
+        overview_fillers=_phrases(data["overview"]["fillers"]),
+        stopwords=frozenset(f for p in _phrases(data["lexical"]["stopwords"]) for f in p.folded),
+    )
+
+
+@lru_cache(maxsize=4)
+def load_rules(path: Path | None = None) -> Rules:
+    if path is None:
+        text = resources.files("rag_server.understanding").joinpath("rules.toml").read_text("utf-8")
+    else:
+        text = path.read_text("utf-8")
+    return _parse(tomllib.loads(text))

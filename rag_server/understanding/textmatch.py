@@ -1,0 +1,111 @@
+"""Question tokens kept in two aligned forms (accented and folded) and accent-compatible phrase matching.
+
+A text typed entirely without diacritics is matched loosely: each token matches any accented form with
+the same folding ("chong chi dinh" ~ "chống chỉ định"). As soon as a text carries diacritics they are
+meaningful and every token must match exactly ("hẹn" is not "hen", "cho" is not "chó").
+Punctuation is kept as separate tokens so a phrase never matches across it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rag_server.text.normalize import fold
+
+_TOKEN = re.compile(r"[^\W_]+|[,.;:?!/+()]", re.UNICODE)
+_D = str.maketrans({"Ð": "đ", "Đ": "đ", "ð": "đ"})
+PUNCT = frozenset(",.;:?!/+()")
+
+
+@dataclass(frozen=True)
+class Tok:
+    raw: str  # lower case, NFC, Ð -> đ
+    folded: str
+    start: int  # character offsets in the original text
+    end: int
+    loose: bool = False  # typed without diacritics in a text without any: matches by folding alone
+
+    @property
+    def is_punct(self) -> bool:
+        return self.raw in PUNCT
+
+    @property
+    def ascii(self) -> bool:
+        return self.raw.isascii()
+
+
+def _raw(word: str) -> str:
+    return unicodedata.normalize("NFC", word).translate(_D).lower()
+
+
+def tokenize(text: str) -> list[Tok]:
+    text = unicodedata.normalize("NFC", text)
+    pieces = [(m, _raw(m.group())) for m in _TOKEN.finditer(text)]
+    folded = [raw if raw in PUNCT else fold(raw) for _, raw in pieces]
+    loose = all(raw == f for (_, raw), f in zip(pieces, folded, strict=True))
+    return [Tok(raw, f, m.start(), m.end(), loose) for (m, raw), f in zip(pieces, folded, strict=True)]
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A pattern: accented and folded word forms (punctuation-free unless the phrase is one mark)."""
+
+    text: str
+    raw: tuple[str, ...]
+    folded: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+@lru_cache(maxsize=65536)
+def phrase(text: str) -> Phrase:
+    toks = tokenize(text)
+    if not (len(toks) == 1 and toks[0].is_punct):
+        toks = [t for t in toks if not t.is_punct]
+    return Phrase(text, tuple(t.raw for t in toks), tuple(t.folded for t in toks))
+
+
+def compatible(tok: Tok, raw: str, folded: str) -> bool:
+    return tok.folded == folded and (tok.loose or tok.raw == raw)
+
+
+def match_at(toks: Sequence[Tok], i: int, pat: Phrase) -> bool:
+    n = len(pat)
+    if n == 0 or i + n > len(toks):
+        return False
+    return all(compatible(toks[i + j], pat.raw[j], pat.folded[j]) for j in range(n))
+
+
+def find(toks: Sequence[Tok], pat: Phrase) -> list[int]:
+    """Start indices where the phrase occurs (contiguous, word-boundary exact, accent-compatible)."""
+    if not len(pat):
+        return []
+    first = pat.folded[0]
+    return [i for i, t in enumerate(toks) if t.folded == first and match_at(toks, i, pat)]
+
+
+def find_any(toks: Sequence[Tok], patterns: Iterable[Phrase]) -> list[tuple[int, Phrase]]:
+    """Non-overlapping matches, longest pattern first."""
+    taken = [False] * len(toks)
+    found: list[tuple[int, Phrase]] = []
+    for pat in sorted(patterns, key=lambda p: (-len(p), p.text)):
+        for i in find(toks, pat):
+            if not any(taken[i : i + len(pat)]):
+                for j in range(i, i + len(pat)):
+                    taken[j] = True
+                found.append((i, pat))
+    found.sort(key=lambda f: f[0])
+    return found
+
+
+def words(toks: Sequence[Tok]) -> list[Tok]:
+    return [t for t in toks if not t.is_punct]
+
+
+def text_of(toks: Sequence[Tok]) -> str:
+    return " ".join(t.raw for t in toks if not t.is_punct)

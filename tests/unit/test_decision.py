@@ -1,0 +1,82 @@
+"""Every DecisionReason has its own message and a kind: an unmapped reason must never fall through."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rag_server.decision import REASON_MESSAGES, kind_for, make_decision
+from rag_server.gen.rag.v1 import common_pb2 as pb
+
+REASONS = [v for v in pb.DecisionReason.values() if v != pb.DECISION_REASON_UNSPECIFIED]
+KINDS = {pb.DecisionKind.Name(v).removeprefix("DECISION_KIND_"): v for v in pb.DecisionKind.values()}
+COMMON_PROTO = Path(__file__).resolve().parents[2] / "protos" / "rag" / "v1" / "common.proto"
+
+
+def _kind_named_in_proto() -> dict[int, int]:
+    """The kind each reason's proto comment names (`// ABSTAIN: ...`), when it names one."""
+    text = COMMON_PROTO.read_text(encoding="utf-8")
+    body = text.split("enum DecisionReason", 1)[1].split("}", 1)[0]
+    found: dict[int, int] = {}
+    for comment, name in re.findall(r"//\s*([A-Z_]+):[^\n]*\n\s*(DECISION_REASON_[A-Z_]+)\s*=", body):
+        if comment in KINDS:
+            found[pb.DecisionReason.Value(name)] = KINDS[comment]
+    return found
+
+
+def test_enum_is_not_empty() -> None:
+    assert len(REASONS) >= 25
+
+
+@pytest.mark.parametrize("reason", REASONS, ids=pb.DecisionReason.Name)
+def test_every_reason_has_a_message_and_a_kind(reason: int) -> None:
+    message = REASON_MESSAGES.get(reason)
+    assert message, f"{pb.DecisionReason.Name(reason)} has no message"
+    assert message.strip() == message and len(message) > 10
+    assert kind_for(reason) in KINDS.values()
+    assert kind_for(reason) != pb.DECISION_KIND_UNSPECIFIED
+
+
+def test_messages_are_distinct_and_unspecified_is_unmapped() -> None:
+    assert pb.DECISION_REASON_UNSPECIFIED not in REASON_MESSAGES
+    assert set(REASON_MESSAGES) == set(REASONS)
+    messages = list(REASON_MESSAGES.values())
+    assert len(set(messages)) == len(messages), (
+        "two reasons share one message (one would misdescribe the other)"
+    )
+
+
+def test_kind_matches_the_proto_comment() -> None:
+    named = _kind_named_in_proto()
+    assert len(named) >= 20, "could not read the kinds from common.proto comments"
+    wrong = {
+        pb.DecisionReason.Name(r): pb.DecisionKind.Name(kind_for(r))
+        for r, k in named.items()
+        if kind_for(r) != k
+    }
+    assert not wrong
+
+
+def test_only_grounded_evidence_is_answerable() -> None:
+    answerable = [r for r in REASONS if kind_for(r) == pb.DECISION_KIND_ANSWERABLE]
+    assert answerable == [pb.DECISION_REASON_GROUNDED_EVIDENCE_AVAILABLE]
+    assert kind_for(pb.DECISION_REASON_INSUFFICIENT_EVIDENCE) == pb.DECISION_KIND_ABSTAIN
+
+
+def test_make_decision_fills_kind_message_pages_and_detail() -> None:
+    page = pb.SourceRef(document_id="abc", physical_page=3, printed_page=101)
+    decision = make_decision(pb.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED, pages=[page], detail="bảng 1")
+    assert decision.kind == pb.DECISION_KIND_VERIFY_PDF
+    assert decision.reason == pb.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED
+    assert decision.message == f"{REASON_MESSAGES[pb.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED]} (bảng 1)"
+    assert list(decision.pages) == [page]
+    plain = make_decision(pb.DECISION_REASON_DRUG_NOT_FOUND)
+    assert plain.message == REASON_MESSAGES[pb.DECISION_REASON_DRUG_NOT_FOUND]
+    assert plain.kind == pb.DECISION_KIND_ABSTAIN
+
+
+def test_unknown_reason_is_refused_not_defaulted() -> None:
+    with pytest.raises(KeyError):
+        make_decision(pb.DECISION_REASON_UNSPECIFIED)
