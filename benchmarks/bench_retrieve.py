@@ -128,7 +128,6 @@ def _rag_server_cmd() -> list[str]:
 def ensure_corpus(data_dir: Path, monographs: int, seed: int, rebuild: bool) -> dict[str, Any]:
     """The data dir serving the scale corpus of `monographs` (built, or reused when already there)."""
     from ingest.fixtures import scale_corpus
-
     from ingest.pipeline import run_ingest
     from rag_server.config import Settings
     from rag_server.providers.factory import build_embedder

@@ -66,6 +66,7 @@ class BuildResult:
     monographs: list[MonographInfo] = field(default_factory=list)
     page_map: dict[int, int | None] = field(default_factory=dict)  # physical (1-based) -> printed folio
     ignored_headings: dict[str, list[str]] = field(default_factory=dict)  # drug_id -> repeated headings
+    ended_early: dict[str, str] = field(default_factory=dict)  # drug_id -> line that ended it (chapter etc.)
 
     @property
     def gates_ok(self) -> bool:
@@ -161,4 +162,5 @@ def build_chunks(
         section_count=section_count, chunks=chunks, gates=gates, monographs=infos,
         page_map=dict(parsed.page_map),
         ignored_headings={m.drug_id: list(m.ignored_headings) for m in monographs if m.ignored_headings},
+        ended_early={m.drug_id: m.ended_by for m in monographs if m.ended_by},
     )

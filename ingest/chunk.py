@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingest.regions import flatten_rows
+from ingest.regions import table_lines
 from ingest.segment import LiftedTable, Monograph, Piece, Section
 from rag_server.domain import Chunk, ChunkKind, SourceRef, block_id_for, chunk_id_for
 from rag_server.text import count_tokens
@@ -139,30 +139,35 @@ def _refs(document_id: str, pages: list[int], page_map: dict[int, int | None]) -
 
 def _block_chunks(mono: Monograph, section: Section, table: LiftedTable, title: str, part_index: int,
                   document_id: str, page_map: dict[int, int | None], max_tokens: int) -> list[Chunk]:
+    """The table as one block chunk, or several (split by rows, a long row by words) under the ceiling;
+    every part starts with the note that it must be checked against the page."""
     printed = page_map.get(table.page)
     where = f"trang PDF {table.page}" + (f", trang in {printed}" if printed else "")
-    note = (f"[Bảng trích tự động từ {where} — mục «{title}» của {mono.drug_name}. "
-            "Phải đối chiếu với bảng trên trang trước khi sử dụng.]")
-    rows = flatten_rows(table.rows)
-    header = rows[:1]
+    note = f"[Bảng trích tự động ({where}), mục «{title}» của {mono.drug_name}: phải đối chiếu với trang.]"
+    header, rows = table_lines(table.rows)
+    budget = max(1, max_tokens - count_tokens(note))
+    lines: list[str] = [header] if header and count_tokens(header) < budget // 2 else []
+    for row in rows:
+        if count_tokens(row) <= budget:
+            lines.append(row)
+        else:
+            lines.extend(row[s:e] for s, e, _ in _words(row, 0, len(row), budget))
     groups: list[list[str]] = [[]]
-    budget = max_tokens - count_tokens(note) - count_tokens(" ".join(header)) - 4
     used = 0
-    for row in rows[1:] if len(rows) > 1 else rows:
-        t = count_tokens(row)
+    for line in lines:
+        t = count_tokens(line)
         if groups[-1] and used + t > budget:
             groups.append([])
             used = 0
-        groups[-1].append(row)
+        groups[-1].append(line)
         used += t
     out: list[Chunk] = []
     for k, group in enumerate(groups, start=1):
         table_id = table.table_id if k == 1 else f"{table.table_id}p{k}"
-        body = group if len(rows) <= 1 else header + group
         out.append(Chunk(
             chunk_id=block_id_for(mono.drug_id, section.key, table_id), drug_id=mono.drug_id,
             drug_name=mono.drug_name, section_key=section.key, section_title=title, part_index=part_index,
-            chunk_kind=ChunkKind.BLOCK, text="\n".join([note, *body]),
+            chunk_kind=ChunkKind.BLOCK, text="\n".join([note, *group]),
             source_refs=_refs(document_id, [table.page], page_map), requires_visual_check=True,
             table_id=table_id,
         ))

@@ -11,6 +11,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 from rag_server.domain import SCHEMA_VERSION, Chunk, ChunkKind, Manifest
 from rag_server.store.base import PointData, SparseVector, Store
@@ -43,14 +44,27 @@ def check_unique_ids(chunks: Sequence[Chunk]) -> None:
         raise LoadError(f"{len(duplicates)} duplicate chunk ids, e.g. {', '.join(sorted(duplicates)[:3])}")
 
 
-def sparse_vectors(chunks: Sequence[Chunk], progress: StageProgress | None = None) -> list[SparseVector]:
+def sparse_vectors(
+    chunks: Sequence[Chunk], progress: StageProgress | None = None, cache_root: Path | None = None
+) -> list[SparseVector]:
+    """BM25 document vectors; with `cache_root`, vectors of texts seen before come from the disk cache."""
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress("sparse", done, total, "BM25 terms")
+
+    if cache_root is not None:
+        from ingest.sparse_cache import sparse_vectors_cached
+
+        vectors, _ = sparse_vectors_cached([c.text for c in chunks], cache_root, report)
+        return vectors
     out: list[SparseVector] = []
     total = len(chunks)
     step = max(1, total // 50)
     for i, chunk in enumerate(chunks, 1):
         out.append(document_vector(chunk.text))
-        if progress is not None and (i % step == 0 or i == total):
-            progress("sparse", i, total, "BM25 terms")
+        if i % step == 0 or i == total:
+            report(i, total)
     return out
 
 

@@ -135,7 +135,10 @@ def extract_page(page: pymupdf.Page, number: int) -> RawPage:
     horizontal, vertical = rules_from_drawings(page.get_drawings())
     tables: list[TableRegion] = []
     if has_grid(horizontal, vertical):
-        for table in page.find_tables(use_layout=False).tables:
+        # Only the region of the vertical rules (a header rule spans the page but holds no table): ~2x faster.
+        clip = pymupdf.Rect(min(v[0] for v in vertical) - 3, min(v[1] for v in vertical) - 3,
+                            max(v[2] for v in vertical) + 3, max(v[3] for v in vertical) + 3)
+        for table in page.find_tables(clip=clip, use_layout=False).tables:
             rows = [[_cell_text(lines, cell) for cell in row.cells] for row in table.rows]
             if len(rows) >= 2 and max(len(r) for r in rows) >= 2:
                 x0, y0, x1, y1 = (float(v) for v in table.bbox)
@@ -178,7 +181,7 @@ def layout_pages(raw_pages: list[RawPage], marks: tuple[str, ...] = DEFAULT_MARK
                                  page=raw.page, bbox=table.bbox, visual=True, table_id=local_id))
         mark_formulas([ln for ln in kept if not ln.table_id], raw.horizontal, body_size,
                       [t.bbox for t in raw.tables])
-        ordered, columns = order_lines(kept)
+        ordered, columns = order_lines(kept, raw.width)
         layouts.append(PageLayout(page=raw.page, width=raw.width, height=raw.height, lines=ordered,
                                   running=run_lines, tables=tables, folio=running.folios.get(raw.page),
                                   columns=columns))

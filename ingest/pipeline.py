@@ -184,7 +184,7 @@ def _run(
             f"embeddings ready ({stats.computed} computed, {stats.cached} cached); embed-only: not loaded"
         )
         return outcome
-    sparse = sparse_vectors(chunks, clock)
+    sparse = sparse_vectors(chunks, clock, cache_root=settings.cache_dir / "sparse" if resume else None)
 
     def manifest_for(generation: str) -> Manifest:
         return make_manifest(

@@ -19,12 +19,15 @@ from ingest.layout import Span, TextLine
 FULL_WIDTH = -1
 
 
-def find_gutter(lines: list[TextLine]) -> float | None:
-    """x of the gutter between two columns, or None for a one-column page."""
+def find_gutter(lines: list[TextLine], page_width: float | None = None) -> float | None:
+    """x of the gutter between two columns, or None for a one-column page. With `page_width`, the text
+    area is taken to reach the mirrored left margin even when the right column is short."""
     if len(lines) < 4:
         return None
     left = min(line.x0 for line in lines)
     right = max(line.x1 for line in lines)
+    if page_width is not None:
+        right = max(right, page_width - left)
     width = right - left
     if width < 120:
         return None
@@ -103,28 +106,33 @@ def merge_row(pieces: list[TextLine]) -> TextLine:
                     visual=any(p.visual for p in pieces), table_id=first.table_id)
 
 
+def _same_row(a: TextLine, b: TextLine) -> bool:
+    """Pieces share a printed line when they overlap vertically by half the smaller one's height
+    (a raised or lowered small span included) and do not overlap horizontally."""
+    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    apart = a.x1 <= b.x0 + 1.0 or b.x1 <= a.x0 + 1.0
+    return apart and overlap >= 0.5 * min(a.height, b.height)
+
+
 def group_rows(lines: list[TextLine]) -> list[TextLine]:
     """Lines of one column sorted top to bottom, pieces on the same baseline merged."""
     ordered = sorted(lines, key=lambda line: ((line.y0 + line.y1) / 2, line.x0))
     rows: list[list[TextLine]] = []
     for line in ordered:
-        centre = (line.y0 + line.y1) / 2
         if rows and not line.table_id and not rows[-1][0].table_id:
             last = rows[-1]
-            last_centre = sum((p.y0 + p.y1) / 2 for p in last) / len(last)
-            tol = 0.35 * min(min(p.height for p in last), line.height)
-            if abs(centre - last_centre) <= tol:
+            if any(_same_row(piece, line) for piece in last):
                 last.append(line)
                 continue
         rows.append([line])
     return [row[0] if len(row) == 1 else merge_row(row) for row in rows]
 
 
-def order_lines(lines: list[TextLine]) -> tuple[list[TextLine], int]:
+def order_lines(lines: list[TextLine], page_width: float | None = None) -> tuple[list[TextLine], int]:
     """Lines of one page in reading order, and the number of columns found (1 or 2)."""
     if not lines:
         return [], 1
-    gutter = find_gutter(lines)
+    gutter = find_gutter(lines, page_width)
     if gutter is None:
         for line in lines:
             line.column = 0

@@ -106,17 +106,23 @@ def clean_cell(cell: object) -> str:
     return " ".join(str(cell or "").split())
 
 
-def flatten_rows(rows: list[list[str]]) -> list[str]:
-    """Rows of a table as text lines: 'header: cell; header: cell' when there is a header row."""
+def table_lines(rows: list[list[str]]) -> tuple[str | None, list[str]]:
+    """(header line, row lines). With a full header row, each row reads 'header: cell; header: cell'."""
     rows = [[clean_cell(c) for c in row] for row in rows]
     rows = [row for row in rows if any(row)]
     if not rows:
-        return []
+        return None, []
     header = rows[0]
     if len(rows) == 1 or not all(header):
-        return [" | ".join(row) for row in rows]
-    out = [" | ".join(header)]
+        return None, [" | ".join(row) for row in rows]
+    body = []
     for row in rows[1:]:
         cells = [f"{h}: {c}" if h else c for h, c in zip(header, row, strict=False) if c]
-        out.append("; ".join(cells))
-    return out
+        body.append("; ".join(cells))
+    return " | ".join(header), body
+
+
+def flatten_rows(rows: list[list[str]]) -> list[str]:
+    """Rows of a table as text lines: the header line (if any), then the rows."""
+    header, body = table_lines(rows)
+    return ([header] if header else []) + body

@@ -2,12 +2,13 @@
 
 Monograph title: a standalone line, bold or larger than body text, whose letters outside parentheses are all
 upper case ("AMLODIPIN", "ACID ACETYLSALICYLIC", "PARACETAMOL (Acetaminophen)"), that is not itself a section
-heading and is followed by an identity line (Tên chung quốc tế / Mã ATC / Loại thuốc) or a
-section heading (within 3 lines). A title may wrap onto a second line of the same style.
+heading and is followed within 3 lines by an identity line (Tên chung quốc tế / Mã ATC / Loại thuốc) or, when
+the title is larger than body text, by a section heading. A title may wrap onto a second line of its style.
   drug_id = slug of the title without its parenthetical parts
   ("PARACETAMOL (Acetaminophen)" -> "paracetamol");
   drug_name = the title as printed; the parenthetical parts are kept as aliases.
-A much larger upper-case line that is not a title (a chapter or appendix heading) ends the current monograph.
+A much larger upper-case line that is not a title (a chapter or appendix heading) ends the current monograph
+(recorded in `Monograph.ended_by`).
 
 Section headings, all through `Vocabulary.heading_key()` (never special-cased here):
   * identity lines "Label: value" (label bold or plain, misspelt variants in the vocabulary, value on the
@@ -79,6 +80,7 @@ class Monograph:
     sections: list[Section] = field(default_factory=list)
     unassigned: list[Piece] = field(default_factory=list)
     ignored_headings: list[str] = field(default_factory=list)
+    ended_by: str = ""  # a large upper-case non-title line that ended the monograph before the next title
 
     def section(self, key: str) -> Section | None:
         return next((s for s in self.sections if s.key == key), None)
@@ -371,6 +373,7 @@ def segment(doc: ParsedDocument, vocab: Vocabulary) -> list[Monograph]:
         while i < stop:
             line = ctx.lines[i]
             if _terminator(line, ctx.body_size, vocab):
+                mono.ended_by = f"{line.text.strip()} (page {line.page})"
                 break
             if line.table_id:
                 builder.table(line)

@@ -37,13 +37,18 @@ class Settings(BaseSettings):
     load_batch_size: int = Field(256, ge=1, le=10000, description="Points per store upsert.")
 
     # --- store ---
-    store: Literal["edge", "qdrant"] = Field("edge", description="edge = embedded qdrant-edge-py; qdrant = URL.")
-    qdrant_url: str = Field("", description="Qdrant server/cluster URL when store=qdrant (':memory:' or a path "
+    store: Literal["edge", "qdrant"] = Field(
+        "edge", description="edge = embedded qdrant-edge-py; qdrant = URL."
+    )
+    qdrant_url: str = Field("", description="Qdrant server/cluster URL when store=qdrant "
+                            "(':memory:' or a path "
                             "for qdrant-client local mode).")
     qdrant_api_key: SecretStr | None = Field(None, description="API key for the Qdrant server.")
     qdrant_collection: str = Field("formulary", description="Collection name prefix.")
     qdrant_shard_number: int = Field(1, ge=1, le=1024, description="Shards of a new collection (server).")
-    qdrant_replication_factor: int = Field(1, ge=1, le=16, description="Replicas of a new collection (server).")
+    qdrant_replication_factor: int = Field(
+        1, ge=1, le=16, description="Replicas of a new collection (server)."
+    )
     qdrant_write_consistency_factor: int = Field(
         1, ge=1, le=16, description="Replicas that must ack a write (server)."
     )
@@ -56,7 +61,9 @@ class Settings(BaseSettings):
     cohere_embed_model: str = Field("embed-multilingual-v3.0", description="Cohere embedding model.")
     cohere_rerank_model: str = Field("rerank-v3.5", description="Cohere rerank model.")
     bedrock_region: str = Field("ap-southeast-1", description="AWS region for Bedrock.")
-    bedrock_embed_model: str = Field("cohere.embed-multilingual-v3", description="Bedrock embedding model id.")
+    bedrock_embed_model: str = Field(
+        "cohere.embed-multilingual-v3", description="Bedrock embedding model id."
+    )
     rerank_timeout_s: float = Field(1.0, gt=0, le=60, description="Reranker call timeout in seconds.")
     rerank_breaker_failures: int = Field(3, ge=1, le=100, description="Consecutive failures that open "
                                          "the reranker circuit breaker.")
@@ -72,7 +79,9 @@ class Settings(BaseSettings):
     evidence_limit: int = Field(3, ge=1, le=100, description="Default hydrate limit (not the section route).")
     rerank_top_k: int = Field(6, ge=1, le=100, description="Evidence kept after rerank (free-form).")
     max_context_tokens: int = Field(6000, ge=100, le=200000, description="Token budget of packed evidence.")
-    indication_candidate_limit: int = Field(8, ge=1, le=100, description="Drugs returned by LookupIndication.")
+    indication_candidate_limit: int = Field(
+        8, ge=1, le=100, description="Drugs returned by LookupIndication."
+    )
     indication_retrieval_limit: int = Field(40, ge=1, le=1000, description="Chunk pool before grouping.")
     indication_evidence_per_drug: int = Field(2, ge=1, le=20, description="Evidence chunks per drug.")
     patient_candidate_limit: int = Field(2, ge=1, le=20, description="Drugs assessed per AssessPatient call.")

@@ -12,12 +12,12 @@ POINT_NAMESPACE = uuid.UUID("6f1c3a52-9f0e-5b8e-a7c4-2d1f0e9b7a11")
 SCHEMA_VERSION = "1"
 
 
-class ChunkKind(str, Enum):
+class ChunkKind(str, Enum):  # noqa: UP042 (str() must stay the member name)
     PROSE = "prose"
     BLOCK = "block"
 
 
-class ScoreKind(str, Enum):
+class ScoreKind(str, Enum):  # noqa: UP042
     EXACT = "exact"
     LEXICAL = "lexical"
     DENSE = "dense"

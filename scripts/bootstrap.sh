@@ -34,7 +34,12 @@ want="$(hash_of "$ROOT/pyproject.toml")"
 have="$(cat "$STAMP" 2>/dev/null || true)"
 if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c 'import rag_server' >/dev/null 2>&1; then
   say "installing the package and test tools into .venv (pip install -e .[test])"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -e "$ROOT[test]"
+  if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -e "$ROOT[test]" \
+    >"$VENV/.formulary-rag-install.log" 2>&1; then
+    cat "$VENV/.formulary-rag-install.log" >&2
+    say "pip install failed (log: .venv/.formulary-rag-install.log)"
+    exit 1
+  fi
   echo "$want" >"$STAMP"
 fi
 
@@ -44,7 +49,8 @@ if command -v npm >/dev/null 2>&1; then
   node_have="$(cat "$NODE_DIR/node_modules/.formulary-rag-install" 2>/dev/null || true)"
   if [ "$node_want" != "$node_have" ]; then
     say "installing Node tools (npm ci in tools/node)"
-    (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+      { say "npm ci failed in tools/node"; exit 1; }
     echo "$node_want" >"$NODE_DIR/node_modules/.formulary-rag-install"
   fi
 else

@@ -57,7 +57,8 @@ def generate(out_dir: Path) -> None:
         text = text.replace("import rag.v1.", "import rag_server.gen.rag.v1.")
         text = text.replace(" rag.v1.", " rag_server.gen.rag.v1.")
         path.write_text(text)
-    (out_dir / "__init__.py").write_text('"""Generated from protos/ by scripts/gen_protos.py; do not edit."""\n')
+    header = '"""Generated from protos/ by scripts/gen_protos.py; do not edit."""\n'
+    (out_dir / "__init__.py").write_text(header)
 
 
 def _diff(a: Path, b: Path) -> list[str]:

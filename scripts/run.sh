@@ -6,5 +6,6 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
-echo "[run] try: .venv/bin/grpcurl -plaintext 127.0.0.1:${RAG_PORT:-50051} list" >&2
+echo "[run] starting rag-server (first start loads the fictional sample); then try:" \
+  ".venv/bin/grpcurl -plaintext 127.0.0.1:${RAG_PORT:-50051} list" >&2
 exec "$ROOT/.venv/bin/rag-server" serve "$@"

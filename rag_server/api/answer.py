@@ -17,7 +17,7 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def Ask(  # type: ignore[override]
+    async def Ask(
         self, request: answer_pb2.AskRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[answer_pb2.AskResponse]:
         v = Violations()

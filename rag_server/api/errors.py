@@ -70,5 +70,5 @@ def unimplemented(capability: str) -> RequestError:
     return RequestError(grpc.StatusCode.UNIMPLEMENTED, f"not built yet: {capability}")
 
 
-async def abort_with(context: grpc.aio.ServicerContext, error: RequestError) -> None:  # type: ignore[type-arg]
+async def abort_with(context: grpc.aio.ServicerContext, error: RequestError) -> None:
     await context.abort_with_status(error.to_status())

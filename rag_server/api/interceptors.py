@@ -36,7 +36,7 @@ def current_correlation_id() -> str:
     return correlation_id_var.get()
 
 
-class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):
+class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Puts a valid correlation id in a context variable and in the response headers."""
 
     async def intercept_service(
@@ -85,7 +85,9 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_stream:
             inner_us = handler.unary_stream
 
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+            async def unary_stream(
+                request: Any, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> AsyncIterator[Any]:
                 await _start(context)
                 try:
                     async for item in inner_us(request, context):
@@ -127,7 +129,9 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):
         if handler.stream_stream:
             inner_ss = handler.stream_stream
 
-            async def stream_stream(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+            async def stream_stream(
+                requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> AsyncIterator[Any]:
                 await _start(context)
                 try:
                     async for item in inner_ss(requests, context):

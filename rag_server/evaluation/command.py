@@ -41,6 +41,8 @@ def add_eval_parser(sub: Any) -> None:
     p.add_argument("--misses", type=int, default=20, help="misses to print (default 20)")
     p.add_argument("--concurrency", type=int, default=4, help="questions in flight (default 4)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per RPC (default 60)")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="score the very first calls too (by default a few unscored calls warm the service)")
     p.add_argument("--fail-under", type=float, default=None,
                    help="exit 1 when the service's section hit@1 is below this value")
     p.set_defaults(func=cmd_eval)
@@ -91,8 +93,13 @@ def run_baseline(questions: list[Question], settings: Settings) -> EvalReport:
         return summarize(dense_baseline(questions, store, embedder))
 
 
+def wide_console() -> Console:
+    """A terminal-width console, or 140 columns when the output is a file or a pipe (CI logs)."""
+    return Console() if sys.stdout.isatty() else Console(width=140)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    console = Console()
+    console = wide_console()
     overrides: dict[str, Any] = {}
     if args.data_dir:
         overrides["data_dir"] = Path(args.data_dir)
@@ -107,7 +114,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return 2
     console.print(f"evaluating {len(questions)} questions against {target}")
     try:
-        outcomes = asyncio.run(run_eval(target, questions, args.concurrency, args.timeout))
+        outcomes = asyncio.run(
+            run_eval(target, questions, args.concurrency, args.timeout, warmup=not args.no_warmup)
+        )
     except ConnectionError as exc:
         console.print(f"[red]{exc}[/red]")
         return 2

@@ -92,6 +92,16 @@ async def ask(
         )
 
 
+def warmup_questions(questions: Sequence[Question]) -> list[Question]:
+    """One question of each kind, plus a free-form one: the first calls may load models lazily."""
+    picked: dict[str, Question] = {}
+    for q in questions:
+        picked.setdefault(q.kind, q)
+        if "free_form" in q.style:
+            picked.setdefault("free_form", q)
+    return list(picked.values())
+
+
 async def run_eval(
     target: str,
     questions: Sequence[Question],
@@ -99,14 +109,22 @@ async def run_eval(
     timeout_s: float = 60.0,
     connect_timeout_s: float = 10.0,
     progress: ProgressFn | None = None,
+    warmup: bool = True,
+    warmup_timeout_s: float = 300.0,
 ) -> list[Outcome]:
-    """Ask every question of `questions` at `target` (host:port); outcomes keep the input order."""
+    """Ask every question of `questions` at `target` (host:port); outcomes keep the input order.
+
+    With `warmup`, a few questions are asked once first (unscored, sequentially, with a long deadline) so
+    a lazily loaded model is not scored as a wrong answer; the scored run then uses `timeout_s`."""
     async with grpc.aio.insecure_channel(target) as channel:
         try:
             await asyncio.wait_for(channel.channel_ready(), connect_timeout_s)
         except TimeoutError as exc:
             raise ConnectionError(f"no gRPC server answering at {target}") from exc
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        if warmup:
+            for question in warmup_questions(questions):
+                await ask(stub, question, warmup_timeout_s)
         gate = asyncio.Semaphore(max(1, concurrency))
         done = 0
 

@@ -17,19 +17,41 @@ from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, Store
 from rag_server.text.bm25 import query_vector
 
+DENSE_SCORE_DEPTH = 64
+
+
+@dataclass
+class Candidates:
+    hits: list[Hit]
+    vector: list[float] | None  # the dense query vector (None without an embedder)
+
 
 def search_candidates(
     store: Store, embedder: Embedder | None, query: str, flt: ChunkFilter, limit: int, timings: Timings
-) -> list[Hit]:
+) -> Candidates:
     """Hybrid (sparse + dense, RRF) when an embedder is configured, else BM25 alone."""
     sparse = query_vector(query)
     if embedder is None:
         with timings.stage("search"):
-            return store.search_sparse(sparse, flt, limit)
+            return Candidates(store.search_sparse(sparse, flt, limit), None)
     with timings.stage("embed"):
         dense = embedder.embed([query], "query")[0]
     with timings.stage("search"):
-        return store.search_hybrid(dense, sparse, flt, limit)
+        return Candidates(store.search_hybrid(dense, sparse, flt, limit), dense)
+
+
+def dense_scores(
+    store: Store, candidates: Candidates, flt: ChunkFilter, timings: Timings
+) -> list[float] | None:
+    """Cosine of each candidate from the stored vectors (one exact dense search with the same filter);
+    a candidate outside that dense top list gets the lowest cosine seen (it ranks below all of them)."""
+    if candidates.vector is None or not candidates.hits:
+        return None
+    with timings.stage("dense_scores"):
+        found = store.search_dense(candidates.vector, flt, max(DENSE_SCORE_DEPTH, 4 * len(candidates.hits)))
+    by_id = {h.chunk.chunk_id: h.score for h in found}
+    floor = min(by_id.values(), default=0.0)
+    return [by_id.get(h.chunk.chunk_id, floor) for h in candidates.hits]
 
 
 @dataclass
@@ -40,19 +62,31 @@ class Ranked:
     reranked: bool = False
 
 
+def reranker_state(reranker: Reranker | None) -> str:
+    if reranker is None:
+        return DISABLED
+    return reranker.state if isinstance(reranker, GuardedReranker) else "closed"
+
+
 def rerank_hits(
-    query: str, hits: Sequence[Hit], reranker: Reranker | None, top_k: int, timings: Timings
+    query: str,
+    hits: Sequence[Hit],
+    reranker: Reranker | None,
+    top_k: int,
+    timings: Timings,
+    dense: Sequence[float] | None = None,
 ) -> tuple[list[Hit], str, bool]:
     """(top_k hits best first, breaker state, whether the reranker's order was used)."""
     if reranker is None or not hits:
-        return list(hits[:top_k]), DISABLED if reranker is None else _state(reranker), False
+        return list(hits[:top_k]), reranker_state(reranker), False
+    texts = [h.chunk.text for h in hits]
     with timings.stage("rerank"):
         if isinstance(reranker, GuardedReranker):
-            outcome = reranker.rerank_guarded(query, [h.chunk.text for h in hits], top_k)
+            outcome = reranker.rerank_guarded(query, texts, top_k, dense=dense)
             order, state, applied = outcome.order, outcome.state, outcome.applied
         else:  # an unguarded reranker (tests): failures still fall back
             try:
-                order = [(i, s) for i, s in reranker.rerank(query, [h.chunk.text for h in hits], top_k)]
+                order = [(i, s) for i, s in reranker.rerank(query, texts, top_k)]
                 state, applied = "closed", True
             except Exception:
                 order, state, applied = [(i, None) for i in range(min(top_k, len(hits)))], "open", False
@@ -63,14 +97,16 @@ def rerank_hits(
     return out, state, applied
 
 
-def _state(reranker: Reranker) -> str:
-    return reranker.state if isinstance(reranker, GuardedReranker) else "closed"
-
-
 def rerank_and_pack(
-    query: str, hits: Sequence[Hit], reranker: Reranker | None, top_k: int, max_tokens: int, timings: Timings
+    query: str,
+    hits: Sequence[Hit],
+    reranker: Reranker | None,
+    top_k: int,
+    max_tokens: int,
+    timings: Timings,
+    dense: Sequence[float] | None = None,
 ) -> Ranked:
-    top, state, applied = rerank_hits(query, hits, reranker, top_k, timings)
+    top, state, applied = rerank_hits(query, hits, reranker, top_k, timings, dense)
     with timings.stage("pack"):
         packed = pack_evidence(top, max_tokens)
     return Ranked(packed.kept, packed.omitted_ids, state, applied)

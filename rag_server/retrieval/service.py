@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from rag_server.decision import R, make_decision
 from rag_server.domain import ChunkKind, Hit
 from rag_server.providers.base import Embedder, Reranker
-from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker
+from rag_server.providers.rerank.guarded import GuardedReranker
 from rag_server.retrieval.decide import decide
 from rag_server.retrieval.indication import dense_pass, group_by_drug, indication_chunks, keyword_pass
 from rag_server.retrieval.lexical import content_terms
@@ -29,7 +29,13 @@ from rag_server.retrieval.results import (
     RetrievalResult,
     Route,
 )
-from rag_server.retrieval.search import rerank_and_pack, search_candidates
+from rag_server.retrieval.search import (
+    Candidates,
+    dense_scores,
+    rerank_and_pack,
+    reranker_state,
+    search_candidates,
+)
 from rag_server.retrieval.section import pooled_neighbour_hits, section_hits
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, Store
@@ -78,9 +84,7 @@ class Retriever:
             return self.catalogs.get(self.store, self.vocabulary)
 
     def reranker_state(self) -> str:
-        if self.reranker is None:
-            return DISABLED
-        return self.reranker.state if isinstance(self.reranker, GuardedReranker) else "closed"
+        return reranker_state(self.reranker)
 
     def understand(self, query: str, timings: Timings | None = None) -> Understanding:
         timings = timings if timings is not None else Timings()
@@ -200,6 +204,14 @@ class Retriever:
         unknown = [d for d in frame.drug_ids if catalog is None or d not in catalog.drugs]
         if unknown:
             return RetrievalResult(make_decision(R.DECISION_REASON_DRUG_NOT_FOUND, detail=", ".join(unknown)))
+        if turn == TurnType.PATIENT_ASSESSMENT and len(frame.drug_ids) > self.policy.patient_candidate_limit:
+            # Never assess a silently truncated list: ask for fewer drugs instead.
+            return RetrievalResult(
+                make_decision(
+                    R.DECISION_REASON_MISSING_REQUIRED_FIELD,
+                    detail=f"at most {self.policy.patient_candidate_limit} drugs per patient assessment",
+                )
+            )
         if turn == TurnType.PATIENT_ASSESSMENT:
             assessed = self._assess(frame.drug_ids, frame.patient, timings)
             evidence = [h for c in assessed.candidates for f in c.facets for h in f.evidence]
@@ -268,26 +280,16 @@ class Retriever:
     def _free_form(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
         assert self.store is not None
         hits: list[Hit] = []
+        dense: list[float] | None = []
         for drug_id in frame.drug_ids:
             flt = ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value)
-            hits.extend(
-                search_candidates(
-                    self.store, self.embedder, frame.query, flt, self.policy.free_form_pool, timings
-                )
+            found = search_candidates(
+                self.store, self.embedder, frame.query, flt, self.policy.free_form_pool, timings
             )
-        ranked = rerank_and_pack(
-            frame.query,
-            hits,
-            self.reranker,
-            self.policy.rerank_top_k,
-            self.policy.max_context_tokens,
-            timings,
-        )
-        with timings.stage("decide"):
-            decision = decide(ranked.kept)
-        return RetrievalResult(
-            decision, ranked.kept, ranked.omitted_ids, Route.FREE_FORM, reranker_state=ranked.reranker_state
-        )
+            hits.extend(found.hits)
+            scores = self._dense_for_rerank(found, flt, timings)
+            dense = dense + scores if dense is not None and scores is not None else None
+        return self._ranked(frame, hits, dense, Route.FREE_FORM, timings)
 
     def _corpus_search(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
         assert self.store is not None
@@ -296,9 +298,24 @@ class Retriever:
         flt = ChunkFilter(
             section_keys=(frame.section_key,) if frame.section_key else None, chunk_kind=ChunkKind.PROSE.value
         )
-        hits = search_candidates(
+        found = search_candidates(
             self.store, self.embedder, frame.query, flt, self.policy.candidate_limit, timings
         )
+        dense = self._dense_for_rerank(found, flt, timings)
+        return self._ranked(frame, found.hits, dense, Route.CORPUS_SEARCH, timings)
+
+    def _dense_for_rerank(self, found: Candidates, flt: ChunkFilter, timings: Timings) -> list[float] | None:
+        assert self.store is not None
+        if not (
+            isinstance(self.reranker, GuardedReranker)
+            and getattr(self.reranker.inner, "uses_dense_scores", False)
+        ):
+            return None
+        return dense_scores(self.store, found, flt, timings)
+
+    def _ranked(
+        self, frame: QueryFrame, hits: list[Hit], dense: list[float] | None, route: Route, timings: Timings
+    ) -> RetrievalResult:
         ranked = rerank_and_pack(
             frame.query,
             hits,
@@ -306,15 +323,12 @@ class Retriever:
             self.policy.rerank_top_k,
             self.policy.max_context_tokens,
             timings,
+            dense,
         )
         with timings.stage("decide"):
             decision = decide(ranked.kept)
         return RetrievalResult(
-            decision,
-            ranked.kept,
-            ranked.omitted_ids,
-            Route.CORPUS_SEARCH,
-            reranker_state=ranked.reranker_state,
+            decision, ranked.kept, ranked.omitted_ids, route, reranker_state=ranked.reranker_state
         )
 
     # -------------------------------------------------------------- indication
@@ -377,7 +391,7 @@ class Retriever:
         with timings.stage("assess"):
             candidates = [
                 assess_candidate(self.store, catalog, d, facts, self.rules, self.policy, self.vocabulary)
-                for d in drug_ids[: self.policy.patient_candidate_limit]
+                for d in drug_ids
             ]
         evidence = [h for c in candidates for f in c.facets for h in f.evidence]
         with timings.stage("decide"):

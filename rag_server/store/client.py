@@ -10,6 +10,7 @@ the new one, never a mixture. Old generation collections are dropped after the s
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from rag_server.store.common import (
 )
 
 MANIFEST_SUFFIX = "__manifest"
+ALIAS_TTL_S = 1.0
 _MANIFEST_NS = uuid.UUID("0b9a4c1e-3d5f-5a7b-9c1d-2e4f6a8b0c12")
 
 
@@ -83,6 +85,8 @@ class QdrantStore:
         # local mode is not thread-safe; a server is, but one lock also keeps switch/read ordering simple
         self._lock = threading.RLock()
         self._writing: set[str] = set()
+        self._alias_cache: tuple[float, str | None] | None = None
+        self._manifests: dict[str, Manifest] = {}
         with self._lock:
             if not self.client.collection_exists(self.manifest_collection):
                 self.client.create_collection(self.manifest_collection, vectors_config={})
@@ -105,11 +109,21 @@ class QdrantStore:
 
     @property
     def active_generation(self) -> str | None:
+        """The generation the alias points at (re-read from the server at most every ALIAS_TTL_S; a
+        switch by this process is seen at once; reads always go through the alias itself)."""
         with self._lock:
+            now = time.monotonic()
+            if self._alias_cache is not None and now - self._alias_cache[0] < ALIAS_TTL_S:
+                return self._alias_cache[1]
+            generation: str | None = None
             for alias in self.client.get_aliases().aliases:
                 if alias.alias_name == self.prefix:
-                    return alias.collection_name[len(self.prefix) + 2 :]
-        return None
+                    generation = alias.collection_name[len(self.prefix) + 2 :]
+            self._alias_cache = (now, generation)
+            return generation
+
+    def _forget_alias(self) -> None:
+        self._alias_cache = None
 
     def _drop_orphans(self, keep: str | None) -> None:
         keep_names = {self.collection_for(g) for g in self._writing}
@@ -132,12 +146,17 @@ class QdrantStore:
             generation = self.active_generation
             if generation is None:
                 return None
+            cached = self._manifests.get(generation)  # a generation's manifest never changes
+            if cached is not None:
+                return cached
             records = self.client.retrieve(
                 self.manifest_collection, ids=[str(uuid.uuid5(_MANIFEST_NS, generation))], with_payload=True
             )
-        if not records or not records[0].payload:
-            raise StoreError(f"generation {generation!r} is served but has no manifest record")
-        return Manifest.from_dict(dict(records[0].payload))
+            if not records or not records[0].payload:
+                raise StoreError(f"generation {generation!r} is served but has no manifest record")
+            manifest = Manifest.from_dict(dict(records[0].payload))
+            self._manifests = {generation: manifest}
+            return manifest
 
     def _served(self) -> bool:
         return self.active_generation is not None
@@ -281,6 +300,7 @@ class QdrantStore:
                 wait=True,
             )
             operations: list[models.AliasOperations] = []
+            self._forget_alias()
             if self.active_generation is not None:
                 operations.append(
                     models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=self.prefix))
@@ -291,11 +311,13 @@ class QdrantStore:
                 )
             )
             self.client.update_collection_aliases(change_aliases_operations=operations)
+            self._forget_alias()
             self._writing.discard(generation)
             self._drop_orphans(keep=generation)
 
     def drop_generation(self, generation: str) -> None:
         with self._lock:
+            self._forget_alias()
             if generation == self.active_generation:
                 raise StoreError(f"generation {generation!r} is being served; switch first")
             self._writing.discard(generation)

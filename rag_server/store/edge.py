@@ -85,7 +85,8 @@ class EdgeStore:
         root.mkdir(parents=True, exist_ok=True)
         (root / GENERATIONS_DIR).mkdir(exist_ok=True)
         self._lock_handle: IO[str] | None = _acquire_dir_lock(root)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the active shard (reads, switch)
+        self._write_lock = threading.RLock()  # generations being written; taken before _lock, never after
         self._writers: dict[str, qe.EdgeShard] = {}
         self._active: str | None = None
         self._active_shard: qe.EdgeShard | None = None
@@ -197,7 +198,7 @@ class EdgeStore:
     # --- writes ---
     def create_generation(self, generation: str, dims: int) -> None:
         path = self._gen_dir(generation)
-        with self._lock:
+        with self._write_lock:
             if generation == self._active or generation in self._writers or path.exists():
                 raise StoreError(f"generation {generation!r} already exists")
             config = qe.EdgeConfig(
@@ -234,19 +235,22 @@ class EdgeStore:
             )
             for p in points
         ]
-        with self._lock:
+        with self._write_lock:  # reads of the served generation go on meanwhile
             self._writer(generation).update(qe.UpdateOperation.upsert_points(edge_points))
 
     def generation_count(self, generation: str) -> int:
+        with self._write_lock:
+            if generation in self._writers:
+                return int(self._writer(generation).count(qe.CountRequest(exact=True)))
         with self._lock:
             if generation == self._active and self._active_shard is not None:
                 return int(self._active_shard.count(qe.CountRequest(exact=True)))
-            return int(self._writer(generation).count(qe.CountRequest(exact=True)))
+        raise StoreError(f"generation {generation!r} is not being written")
 
     def switch(self, generation: str, manifest: Manifest) -> None:
         if manifest.generation != generation:
             raise StoreError(f"manifest names generation {manifest.generation!r}, not {generation!r}")
-        with self._lock:
+        with self._write_lock, self._lock:
             shard = self._writer(generation)
             shard.flush()
             write_json_atomic(self._gen_dir(generation) / "manifest.json", manifest.to_dict())
@@ -257,7 +261,8 @@ class EdgeStore:
             self._active_shard, self._active, self._manifest = shard, generation, manifest
             del self._writers[generation]
             if old_shard is not None:
-                old_shard.close()
+                with contextlib.suppress(Exception):  # the switch is done; a failed close only leaks
+                    old_shard.close()
             if old_generation is not None:
                 shutil.rmtree(self._gen_dir(old_generation), ignore_errors=True)
             for child in (self.root / GENERATIONS_DIR).iterdir():
@@ -265,7 +270,7 @@ class EdgeStore:
                     shutil.rmtree(child, ignore_errors=True)
 
     def drop_generation(self, generation: str) -> None:
-        with self._lock:
+        with self._write_lock:
             if generation == self._active:
                 raise StoreError(f"generation {generation!r} is being served; switch first")
             shard = self._writers.pop(generation, None)
@@ -275,7 +280,7 @@ class EdgeStore:
             shutil.rmtree(self._gen_dir(generation), ignore_errors=True)
 
     def close(self) -> None:
-        with self._lock:
+        with self._write_lock, self._lock:
             for shard in [*self._writers.values(), self._active_shard]:
                 if shard is not None:
                     with contextlib.suppress(Exception):

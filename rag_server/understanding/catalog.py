@@ -22,6 +22,7 @@ from enum import IntEnum
 
 from rag_server.domain import Chunk, ChunkKind
 from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.normalize import fold
 from rag_server.understanding.fuzzy import FuzzyIndex
 from rag_server.understanding.textmatch import Phrase, Tok, compatible, phrase, tokenize
 from rag_server.vocabulary import Vocabulary
@@ -205,16 +206,21 @@ def _usable(name: Phrase) -> bool:
     )
 
 
+_WORDS = re.compile(r"[^\W_]+")
+
+
 def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> frozenset[str]:
     """Folded words used in the prose of two or more monographs."""
-    seen: dict[str, set[str]] = defaultdict(set)
+    seen: dict[str, str] = {}  # word -> first drug_id seen with it
+    common: set[str] = set()
     for chunk in chunks:
         if chunk.chunk_kind != ChunkKind.PROSE or chunk.section_key in skip_sections:
             continue
-        for tok in set(t.folded for t in tokenize(chunk.text) if not t.is_punct):
-            if len(seen[tok]) < 2:
-                seen[tok].add(chunk.drug_id)
-    return frozenset(w for w, drugs in seen.items() if len(drugs) >= 2)
+        for word in set(_WORDS.findall(fold(chunk.text))):
+            first = seen.setdefault(word, chunk.drug_id)
+            if first != chunk.drug_id:
+                common.add(word)
+    return frozenset(common)
 
 
 def build_catalog(chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: str = "") -> Catalog:

@@ -150,3 +150,59 @@ def test_correlation_id_echoed_when_valid(grpcurl: Path, shared_server: Any) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert _response_header(proc.stdout, "x-correlation-id") == "ward-7.req:0042"
+
+
+@pytest.fixture(scope="module")
+def sample_gold(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The gold file of the fictional sample (the renderer is deterministic: same PDF the server loaded)."""
+    from ingest.fixtures.sample_formulary import build_sample
+
+    pdf, gold = build_sample(tmp_path_factory.mktemp("gold") / "sample-formulary.pdf")
+    data: dict[str, Any] = json.loads(gold.read_text(encoding="utf-8"))
+    data["pdf_path"] = str(pdf)
+    return data
+
+
+def test_list_drugs_on_the_sample(grpcurl: Path, shared_server: Any, sample_gold: dict[str, Any]) -> None:
+    from rag_server.vocabulary import load_vocabulary
+
+    proc = call(grpcurl, shared_server.target, "rag.v1.RetrievalService/ListDrugs", {})
+    assert proc.returncode == 0, proc.stderr
+    drugs = {d["drug_id"]: d for d in json.loads(proc.stdout)["drugs"]}
+    assert set(drugs) == {d["drug_id"] for d in sample_gold["drugs"]}
+    vocab = load_vocabulary()
+    for gold in sample_gold["drugs"]:
+        keys = drugs[gold["drug_id"]]["section_keys"]
+        assert keys == sorted(keys, key=vocab.order), f"{gold['drug_id']}: not in book order"
+        assert set(gold["sections"]) <= set(keys)
+
+
+def test_retrieve_a_section_on_the_sample(
+    grpcurl: Path, shared_server: Any, sample_gold: dict[str, Any]
+) -> None:
+    import hashlib
+
+    document_id = hashlib.sha256(Path(sample_gold["pdf_path"]).read_bytes()).hexdigest()[:16]
+    zelvorin = next(d for d in sample_gold["drugs"] if d["drug_id"] == "zelvorin")
+    for section_key, gold in zelvorin["sections"].items():
+        proc = call(
+            grpcurl,
+            shared_server.target,
+            "rag.v1.RetrievalService/Retrieve",
+            {"drug_id": "zelvorin", "section_key": section_key},
+        )
+        assert proc.returncode == 0, proc.stderr
+        reply = json.loads(proc.stdout)
+        assert reply["route"] == "ROUTE_SECTION"
+        evidence = reply["evidence"]
+        assert evidence, f"no evidence for zelvorin/{section_key}"
+        assert {e["section_key"] for e in evidence} == {section_key}
+        prose = [e for e in evidence if e.get("chunk_kind") != "CHUNK_KIND_BLOCK"]
+        assert [e.get("part_index", 0) for e in prose] == sorted(e.get("part_index", 0) for e in prose)
+        assert " ".join(gold["text_snippet_first_words"].split()) in " ".join(
+            " ".join(e["text"] for e in prose).split()
+        ), section_key
+        refs = [r for e in evidence for r in e["source_refs"]]
+        assert refs and {r["document_id"] for r in refs} == {document_id}
+        assert {r["printed_page"] for r in refs} <= set(gold["printed_pages"]), section_key
+        assert {r["physical_page"] for r in refs} <= set(gold["physical_pages"]), section_key

@@ -43,7 +43,7 @@ def test_bad_request_surfaces_field_violations(client: FormularyClient) -> None:
     assert err.correlation_id == "py-bad-1"
     assert "drug_id:" in str(err)
     with pytest.raises(InvalidRequest) as info:
-        client.assess_patient(["ok-drug", "BAD"])
+        client.assess_patient(["ok-drug", "BAD"], common_pb2.PatientContext(breastfeeding=True))
     assert [v.field for v in info.value.violations] == ["drug_ids[1]"]
 
 

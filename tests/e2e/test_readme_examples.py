@@ -36,9 +36,13 @@ COMMANDS = readme_grpcurl_commands()
 
 def test_readme_has_grpcurl_examples() -> None:
     assert len(COMMANDS) >= 15
+    for needle in EXPECTATIONS:  # each semantic check still finds its README example
+        assert any(needle in c and " -v " not in c for c in COMMANDS), needle
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize(
+    "command", COMMANDS, ids=[f"{i:02d}-{c.split()[-1]}" for i, c in enumerate(COMMANDS)]
+)
 def test_readme_grpcurl_example(command: str, shared_server: Any) -> None:
     assert README_TARGET in command
     argv = shlex.split(command.replace(README_TARGET, shared_server.target))
@@ -61,6 +65,65 @@ def test_readme_grpcurl_example(command: str, shared_server: Any) -> None:
         docs = _json_documents(proc.stdout)
         assert "summary" in docs[-1], docs[-1]
         assert not docs[-1]["summary"].get("switched", False)
+    for needle, check in EXPECTATIONS.items():
+        if needle in command and " -v " not in command:
+            check(_json_documents(proc.stdout)[-1])
+
+
+def _answerable(doc: dict[str, Any]) -> None:
+    assert doc["decision"]["kind"] == "DECISION_KIND_ANSWERABLE", doc["decision"]
+    assert doc["evidence"] and all(e["source_refs"] for e in doc["evidence"])
+
+
+def _section(doc: dict[str, Any]) -> None:
+    _answerable(doc)
+    assert doc["route"] == "ROUTE_SECTION"
+    assert {(e["drug_id"], e["section_key"]) for e in doc["evidence"]} == {("zelvorin", "chong_chi_dinh")}
+
+
+def _overview(doc: dict[str, Any]) -> None:
+    _answerable(doc)
+    assert {e["drug_id"] for e in doc["evidence"]} == {"zelvorin"}
+
+
+def _pregnancy(doc: dict[str, Any]) -> None:
+    _answerable(doc)
+    assert {e["section_key"] for e in doc["evidence"]} == {"thoi_ky_mang_thai"}
+
+
+def _understood(doc: dict[str, Any]) -> None:
+    assert doc["frame"]["drug_ids"] == ["zelvorin"]
+    assert doc["frame"]["section_key"] == "chong_chi_dinh"
+
+
+def _indication(doc: dict[str, Any]) -> None:
+    assert "zelvorin" in [c["drug_id"] for c in doc["candidates"]], doc
+
+
+def _assessed(doc: dict[str, Any]) -> None:
+    [assessment] = doc["assessments"]
+    assert assessment["drug_id"] == "zelvorin"
+    assert {"FACET_PREGNANCY", "FACET_INTERACTION"} <= {f["facet"] for f in assessment["facets"]}
+
+
+def _listed(doc: dict[str, Any]) -> None:
+    assert {"zelvorin", "keptralon"} <= {d["drug_id"] for d in doc["drugs"]}
+
+
+def _corpus(doc: dict[str, Any]) -> None:
+    assert doc["loaded"] is True and int(doc["manifest"]["monograph_count"]) >= 2
+
+
+EXPECTATIONS = {
+    '"section_key": "chong_chi_dinh"}': _section,
+    """{"drug_id": "zelvorin"}'""": _overview,
+    "phụ nữ có thai": _pregnancy,
+    "UnderstandingService/Understand": _understood,
+    "LookupIndication": _indication,
+    "AssessPatient": _assessed,
+    "ListDrugs": _listed,
+    "-d '{}' 127.0.0.1:50051 rag.v1.IngestionService/GetCorpus": _corpus,
+}
 
 
 def _json_documents(text: str) -> list[Any]:

@@ -20,6 +20,7 @@ from rag_server.config import Settings
 from rag_server.gen.rag.v1 import (
     answer_pb2,
     answer_pb2_grpc,
+    common_pb2,
     ingestion_pb2,
     ingestion_pb2_grpc,
     retrieval_pb2,
@@ -209,10 +210,17 @@ async def test_lookup_indication_empty(channel: grpc.aio.Channel) -> None:
 async def test_assess_patient_field_paths(channel: grpc.aio.Channel) -> None:
     stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
     code, fields = await _bad_request(stub.AssessPatient(retrieval_pb2.AssessPatientRequest(), timeout=5))
-    assert (code, list(fields)) == (grpc.StatusCode.INVALID_ARGUMENT, ["drug_ids"])
-    request = retrieval_pb2.AssessPatientRequest(drug_ids=["ok-drug", "NOT OK"])
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert set(fields) == {"drug_ids", "patient"}  # no drug, and no patient fact to assess against
+    pregnant = common_pb2.PatientContext(pregnant=True)
+    request = retrieval_pb2.AssessPatientRequest(drug_ids=["ok-drug", "NOT OK"], patient=pregnant)
     code, fields = await _bad_request(stub.AssessPatient(request, timeout=5))
     assert (code, list(fields)) == (grpc.StatusCode.INVALID_ARGUMENT, ["drug_ids[1]"])
+    request = retrieval_pb2.AssessPatientRequest(
+        drug_ids=["ok-drug"], patient=common_pb2.PatientContext(pregnant=True, age_years=200)
+    )
+    code, fields = await _bad_request(stub.AssessPatient(request, timeout=5))
+    assert (code, list(fields)) == (grpc.StatusCode.INVALID_ARGUMENT, ["patient.age_years"])
 
 
 async def test_streaming_rpcs_validate_too(channel: grpc.aio.Channel) -> None:

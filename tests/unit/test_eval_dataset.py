@@ -17,15 +17,39 @@ def write(tmp_path: Path, rows: list[object]) -> Path:
 
 
 def test_loads_every_kind_and_normalises_expected_decisions(tmp_path: Path) -> None:
-    path = write(tmp_path, [
-        {"id": "s", "kind": "section", "query": "zorvatin ccđ", "gold_drug_id": "zorvatin",
-         "gold_section_key": "chong_chi_dinh", "style": ["short"]},
-        {"id": "i", "kind": "indication", "query": "thuốc nào trị gút?", "indication": "gút",
-         "gold_drug_ids": ["zorvatin"]},
-        {"id": "n", "kind": "nonsense_indication", "query": "bệnh rồng", "gold_drug_ids": []},
-        {"id": "a", "kind": "abstain", "query": "liều cho chó", "expect_decision": "decision_reason_out_of_scope"},
-        {"id": "b", "kind": "abstain", "query": "xin chào", "expect_decision": ["SMALLTALK", "DECISION_KIND_CLARIFY"]},
-    ])
+    path = write(
+        tmp_path,
+        [
+            {
+                "id": "s",
+                "kind": "section",
+                "query": "zorvatin ccđ",
+                "gold_drug_id": "zorvatin",
+                "gold_section_key": "chong_chi_dinh",
+                "style": ["short"],
+            },
+            {
+                "id": "i",
+                "kind": "indication",
+                "query": "thuốc nào trị gút?",
+                "indication": "gút",
+                "gold_drug_ids": ["zorvatin"],
+            },
+            {"id": "n", "kind": "nonsense_indication", "query": "bệnh rồng", "gold_drug_ids": []},
+            {
+                "id": "a",
+                "kind": "abstain",
+                "query": "liều cho chó",
+                "expect_decision": "decision_reason_out_of_scope",
+            },
+            {
+                "id": "b",
+                "kind": "abstain",
+                "query": "xin chào",
+                "expect_decision": ["SMALLTALK", "DECISION_KIND_CLARIFY"],
+            },
+        ],
+    )
     qs = load_questions(path, ["chong_chi_dinh"])
     assert [q.kind for q in qs] == ["section", "indication", "nonsense_indication", "abstain", "abstain"]
     assert qs[1].indication_text == "gút"
@@ -34,18 +58,23 @@ def test_loads_every_kind_and_normalises_expected_decisions(tmp_path: Path) -> N
     assert qs[4].expect_decision == ("SMALLTALK", "CLARIFY")
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    ({"id": "x", "kind": "section", "query": "q", "gold_drug_id": "d"}, "needs gold_drug_id"),
-    ({"id": "x", "kind": "section", "query": "q", "gold_drug_id": "d", "gold_section_key": "nope"},
-     "unknown gold_section_key"),
-    ({"id": "x", "kind": "indication", "query": "q"}, "needs gold_drug_ids"),
-    ({"id": "x", "kind": "nonsense_indication", "query": "q", "gold_drug_ids": ["d"]}, "no gold drugs"),
-    ({"id": "x", "kind": "abstain", "query": "q"}, "needs expect_decision"),
-    ({"id": "x", "kind": "guess", "query": "q"}, "kind must be one of"),
-    ({"id": "x", "kind": "abstain", "query": "  ", "expect_decision": "CLARIFY"}, "query must be"),
-    ({"kind": "abstain", "query": "q"}, "id must be"),
-    ({"id": "x", "kind": "abstain", "query": "q", "expect_decision": 3}, "expect_decision must be"),
-])
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": "x", "kind": "section", "query": "q", "gold_drug_id": "d"}, "needs gold_drug_id"),
+        (
+            {"id": "x", "kind": "section", "query": "q", "gold_drug_id": "d", "gold_section_key": "nope"},
+            "unknown gold_section_key",
+        ),
+        ({"id": "x", "kind": "indication", "query": "q"}, "needs gold_drug_ids"),
+        ({"id": "x", "kind": "nonsense_indication", "query": "q", "gold_drug_ids": ["d"]}, "no gold drugs"),
+        ({"id": "x", "kind": "abstain", "query": "q"}, "needs expect_decision"),
+        ({"id": "x", "kind": "guess", "query": "q"}, "kind must be one of"),
+        ({"id": "x", "kind": "abstain", "query": "  ", "expect_decision": "CLARIFY"}, "query must be"),
+        ({"kind": "abstain", "query": "q"}, "id must be"),
+        ({"id": "x", "kind": "abstain", "query": "q", "expect_decision": 3}, "expect_decision must be"),
+    ],
+)
 def test_rejects_malformed_questions(row: dict[str, object], message: str) -> None:
     with pytest.raises(DatasetError, match=message):
         parse_question(row, "line 1", ["chong_chi_dinh"])

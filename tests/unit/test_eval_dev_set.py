@@ -16,11 +16,27 @@ from rag_server.vocabulary import load_vocabulary
 REPO = Path(__file__).resolve().parents[2]
 DEV_SET = REPO / "eval" / "dev_questions.jsonl"
 REAL_DRUGS = {
-    "alopurinol", "amlodipin", "amoxicilin", "ciprofloxacin", "metformin", "methotrexat", "paracetamol",
-    "abacavir", "acarbose", "acebutolol", "acenocoumarol", "acetazolamid",
+    "alopurinol",
+    "amlodipin",
+    "amoxicilin",
+    "ciprofloxacin",
+    "metformin",
+    "methotrexat",
+    "paracetamol",
+    "abacavir",
+    "acarbose",
+    "acebutolol",
+    "acenocoumarol",
+    "acetazolamid",
 }
-KEY_SECTIONS = ("chong_chi_dinh", "than_trong", "lieu_luong_va_cach_dung", "tuong_tac_thuoc",
-                "thoi_ky_mang_thai", "thoi_ky_cho_con_bu")
+KEY_SECTIONS = (
+    "chong_chi_dinh",
+    "than_trong",
+    "lieu_luong_va_cach_dung",
+    "tuong_tac_thuoc",
+    "thoi_ky_mang_thai",
+    "thoi_ky_cho_con_bu",
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +75,7 @@ def test_dev_set_queries_are_distinct(dev_set: list[Question]) -> None:
 
 
 # --- against the real corpus (read at run time from ../shared/corpus, never copied) ----------------
+
 
 def _monograph_texts(corpus_dir: Path) -> dict[str, str]:
     """drug_id -> Markdown of its monograph (the excerpt file holds five, split at their titles)."""
@@ -99,14 +116,17 @@ def _sections(markdown: str) -> dict[str, str]:
 def test_dev_set_gold_sections_exist_in_the_monographs(dev_set: list[Question], corpus_dir: Path) -> None:
     sections = {drug: _sections(text) for drug, text in _monograph_texts(corpus_dir).items()}
     missing = [
-        (q.id, q.gold_drug_id, q.gold_section_key) for q in dev_set
+        (q.id, q.gold_drug_id, q.gold_section_key)
+        for q in dev_set
         if q.kind == "section" and q.gold_section_key not in sections[q.gold_drug_id]
     ]
     assert missing == []
 
 
 @pytest.mark.corpus
-def test_indication_gold_is_named_in_each_gold_drugs_chi_dinh(dev_set: list[Question], corpus_dir: Path) -> None:
+def test_indication_gold_is_named_in_each_gold_drugs_chi_dinh(
+    dev_set: list[Question], corpus_dir: Path
+) -> None:
     texts = _monograph_texts(corpus_dir)
     chi_dinh = {drug: " ".join(tokens(_sections(t).get("chi_dinh", ""))) for drug, t in texts.items()}
     everything = " ".join(" ".join(tokens(t)) for t in texts.values())
@@ -127,6 +147,9 @@ def test_no_question_copies_formulary_text(dev_set: list[Question], corpus_dir: 
     for q in dev_set:
         for text in (q.query, q.indication):
             toks = tokens(text)
-            copied += [(q.id, " ".join(toks[i:i + 8])) for i in range(len(toks) - 7)
-                       if f" {' '.join(toks[i:i + 8])} " in corpus]
+            copied += [
+                (q.id, " ".join(toks[i : i + 8]))
+                for i in range(len(toks) - 7)
+                if f" {' '.join(toks[i : i + 8])} " in corpus
+            ]
     assert copied == []

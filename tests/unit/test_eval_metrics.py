@@ -56,21 +56,40 @@ def test_abstention_matches_kind_or_reason_and_never_an_answer() -> None:
     assert not abstention_correct(Outcome(q, decision_kind="ABSTAIN", decision_reason="OUT_OF_SCOPE"))
     assert not abstention_correct(Outcome(q, decision_kind="ANSWERABLE", decision_reason="DRUG_NOT_FOUND"))
     clarify = Question(id="a2", kind="abstain", query="q", expect_decision=("CLARIFY",))
-    assert abstention_correct(Outcome(clarify, decision_kind="CLARIFY", decision_reason="MISSING_REQUIRED_FIELD"))
+    assert abstention_correct(
+        Outcome(clarify, decision_kind="CLARIFY", decision_reason="MISSING_REQUIRED_FIELD")
+    )
     assert not abstention_correct(Outcome(clarify, error="INVALID_ARGUMENT: bad"))
 
 
 def test_summarize_breaks_down_per_section_and_style_and_lists_misses() -> None:
     outcomes = [
-        Outcome(sec("s1", "a", "chong_chi_dinh", "brand"), "a", "chong_chi_dinh", decision_kind="ANSWERABLE",
-                millis=10),
-        Outcome(sec("s2", "a", "chong_chi_dinh", "no_diacritics"), "a", "chi_dinh", decision_kind="ANSWERABLE",
-                millis=20),
-        Outcome(sec("s3", "b", "than_trong", "brand"), "b", "than_trong", decision_kind="ANSWERABLE", millis=30),
-        Outcome(Question(id="i1", kind="indication", query="q", gold_drug_ids=("a", "b")), got_drug_ids=("a",)),
+        Outcome(
+            sec("s1", "a", "chong_chi_dinh", "brand"),
+            "a",
+            "chong_chi_dinh",
+            decision_kind="ANSWERABLE",
+            millis=10,
+        ),
+        Outcome(
+            sec("s2", "a", "chong_chi_dinh", "no_diacritics"),
+            "a",
+            "chi_dinh",
+            decision_kind="ANSWERABLE",
+            millis=20,
+        ),
+        Outcome(
+            sec("s3", "b", "than_trong", "brand"), "b", "than_trong", decision_kind="ANSWERABLE", millis=30
+        ),
+        Outcome(
+            Question(id="i1", kind="indication", query="q", gold_drug_ids=("a", "b")), got_drug_ids=("a",)
+        ),
         Outcome(Question(id="n1", kind="nonsense_indication", query="q")),
-        Outcome(Question(id="x1", kind="abstain", query="q", expect_decision=("OUT_OF_SCOPE",)),
-                decision_kind="ABSTAIN", decision_reason="OUT_OF_SCOPE"),
+        Outcome(
+            Question(id="x1", kind="abstain", query="q", expect_decision=("OUT_OF_SCOPE",)),
+            decision_kind="ABSTAIN",
+            decision_reason="OUT_OF_SCOPE",
+        ),
     ]
     report = summarize(outcomes)
     assert (report.section_hit1.correct, report.section_hit1.total) == (2, 3)
@@ -90,8 +109,14 @@ def test_summarize_breaks_down_per_section_and_style_and_lists_misses() -> None:
     assert data["misses"][0]["got"].startswith("a/chi_dinh")
 
 
-@pytest.mark.parametrize(("values", "pct", "expected"), [
-    ([], 50, 0.0), ([5.0], 99, 5.0), ([1, 2, 3, 4], 50, 2), ([float(i) for i in range(1, 101)], 99, 99.0),
-])
+@pytest.mark.parametrize(
+    ("values", "pct", "expected"),
+    [
+        ([], 50, 0.0),
+        ([5.0], 99, 5.0),
+        ([1, 2, 3, 4], 50, 2),
+        ([float(i) for i in range(1, 101)], 99, 99.0),
+    ],
+)
 def test_percentile_nearest_rank(values: list[float], pct: float, expected: float) -> None:
     assert percentile(values, pct) == expected

@@ -26,7 +26,8 @@ def build_reranker(settings: Settings, embedder: Embedder | None = None) -> Guar
         )
     else:
         from rag_server.providers.rerank.offline import OfflineReranker
+        from rag_server.understanding.rules import load_rules
 
-        inner = OfflineReranker(embedder)
+        inner = OfflineReranker(embedder, stopwords=load_rules().stopwords)
     breaker = CircuitBreaker(settings.rerank_breaker_failures, settings.rerank_breaker_cooldown_s)
     return GuardedReranker(inner, settings.rerank_timeout_s, breaker)

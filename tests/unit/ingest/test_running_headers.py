@@ -9,7 +9,8 @@ from ingest.running import RunningRow, build_page_map, detect_running, folio_of
 W, H = 595.0, 842.0
 
 
-def line(text: str, x0: float, y0: float, page: int = 1, size: float = 9.5, width: float | None = None) -> TextLine:
+def line(text: str, x0: float, y0: float, page: int = 1, size: float = 9.5,
+         width: float | None = None) -> TextLine:
     x1 = x0 + (width if width is not None else 5.0 * len(text))
     bbox = (x0, y0, x1, y0 + size * 1.3)
     return TextLine(spans=[Span(text, size=size, bbox=bbox, baseline=y0 + size)], page=page, bbox=bbox)
@@ -22,16 +23,19 @@ def row(*pieces: TextLine) -> RunningRow:
 def body(page: int, first_y: float = 64.0, n: int = 40) -> list[TextLine]:
     out = []
     for i in range(n):
-        out.append(line("Thuốc được hấp thu nhanh qua đường tiêu hóa và thải trừ qua thận.", 50, first_y + i * 13,
+        y = first_y + i * 13
+        out.append(line("Thuốc được hấp thu nhanh qua đường tiêu hóa và thải trừ qua thận.", 50, y, page,
+                        width=230))
+        out.append(line("Nồng độ đỉnh đạt sau 2 giờ; nửa đời thải trừ khoảng 6 giờ ở người lớn.", 310, y,
                         page, width=230))
-        out.append(line("Nồng độ đỉnh đạt sau 2 giờ; nửa đời thải trừ khoảng 6 giờ ở người lớn.", 310,
-                        first_y + i * 13, page, width=230))
     return out
 
 
 def test_folio_is_the_number_at_the_outer_edge_not_the_edition() -> None:
-    even = row(line("102", 50, 30, size=8), line("Abacavir", 80, 30, size=8), line("DTQGVN 2", 500, 30, size=8))
-    odd = row(line("DTQGVN 2", 50, 30, size=8), line("Acarbose", 460, 30, size=8), line("103", 530, 30, size=8))
+    even = row(line("102", 50, 30, size=8), line("Abacavir", 80, 30, size=8),
+               line("DTQGVN 2", 500, 30, size=8))
+    odd = row(line("DTQGVN 2", 50, 30, size=8), line("Acarbose", 460, 30, size=8),
+              line("103", 530, 30, size=8))
     merged = row(line("104 Acarbose DTQGVN 2", 50, 30, size=8, width=495))
     odd_merged = row(line("DTQGVN 2 Acebutolol 105", 50, 30, size=8, width=495))
     assert folio_of(even) == 102
