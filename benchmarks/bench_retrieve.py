@@ -279,7 +279,7 @@ def print_results(results: list[Result], corpus: dict[str, Any], args: argparse.
                       f"{r.pct(50):.2f}", f"{r.pct(99):.2f}",
                       f"{r.qps / echo.qps:.3f}" if echo.qps else "-",
                       f"{r.pct(50) / echo.pct(50):.1f}x" if echo.pct(50) else "-")
-    Console().print(table)
+    (Console() if sys.stdout.isatty() else Console(width=150)).print(table)
     print(f"machine: {os.cpu_count()} cores; server and echo each in their own process; client in this one")
 
 

@@ -53,6 +53,7 @@ def sparse_vectors(
         if progress is not None:
             progress("sparse", done, total, "BM25 terms")
 
+    report(0, len(chunks))  # stage start (stage timings run from a stage's first event to the next's)
     if cache_root is not None:
         from ingest.sparse_cache import sparse_vectors_cached
 
@@ -111,10 +112,15 @@ def load_generation(
     for chunk, vector in zip(chunks, dense, strict=True):
         if len(vector) != dims:
             raise LoadError(f"{chunk.chunk_id}: vector has {len(vector)} dimensions, expected {dims}")
+    def say(stage: str, done: int, total: int, message: str) -> None:
+        if progress is not None:
+            progress(stage, done, total, message)
+
+    total = len(chunks)
     generation = new_generation()
+    say("load", 0, total, f"generation {generation}")
     store.create_generation(generation, dims)
     try:
-        total = len(chunks)
         for start in range(0, total, batch_size):
             end = min(start + batch_size, total)
             store.upsert(
@@ -124,13 +130,13 @@ def load_generation(
                     for i in range(start, end)
                 ],
             )
-            if progress is not None:
-                progress("load", end, total, f"generation {generation}")
+            say("load", end, total, f"generation {generation}")
+        say("verify", 0, total, "counting the points of the new generation")
         loaded = store.generation_count(generation)
-        if progress is not None:
-            progress("verify", loaded, total, "points in the new generation")
+        say("verify", loaded, total, "points in the new generation")
         if loaded != total:
             raise LoadError(f"generation {generation} holds {loaded} points, expected {total}; not switched")
+        say("switch", 0, 1, "manifest and switch")
         manifest = manifest_for(generation)
         store.switch(generation, manifest)
     except BaseException:
@@ -139,6 +145,5 @@ def load_generation(
         except Exception:  # e.g. the switch did complete; a reopen removes any leftover generation
             log.exception("could not drop generation %s", generation)
         raise
-    if progress is not None:
-        progress("switch", 1, 1, f"serving generation {generation}")
+    say("switch", 1, 1, f"serving generation {generation}")
     return manifest

@@ -25,6 +25,7 @@ TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demibold", ",bd")
 _ITALIC_NAMES = ("italic", "oblique", ",it")
 _DROP = dict.fromkeys(map(ord, "\u00ad\u200b\ufeff"), None)
+WORD_GAP = 0.15  # x font size: a horizontal gap this wide between two characters separates words
 
 PageProgress = Callable[[int, int], None]
 
@@ -51,8 +52,29 @@ def table_marker(page: int) -> str:
     return f"[Bảng: xem trang PDF {page}]"
 
 
+def chars_text(chars: list[dict[str, Any]], size: float) -> str:
+    """A span's text from its characters, with a space wherever the next character starts a word-gap
+    after the previous one ends. MuPDF does not always insert one itself: after a letter with a
+    diacritic ("Chỉ", "chế", "hạ") it glues separately positioned words ("Chỉđịnh"), as a PDF whose
+    words are placed one by one without space glyphs (justified text, many typesetters) shows."""
+    out: list[str] = []
+    prev_end: float | None = None
+    for ch in chars:
+        c = str(ch.get("c", ""))
+        x0 = float(ch["origin"][0])
+        if prev_end is not None and out and not c.isspace() and not out[-1].isspace() \
+                and x0 - prev_end > WORD_GAP * size:
+            out.append(" ")
+        out.append(c)
+        prev_end = float(ch["bbox"][2])
+    return "".join(out)
+
+
 def _span(raw: dict[str, Any]) -> Span | None:
-    text = unicodedata.normalize("NFC", str(raw.get("text", ""))).translate(_DROP)
+    chars = raw.get("chars")
+    size = float(raw.get("size", 0.0))
+    source = chars_text(chars, max(size, 1.0)) if chars is not None else str(raw.get("text", ""))
+    text = unicodedata.normalize("NFC", source).translate(_DROP)
     if not text:
         return None
     font = str(raw.get("font", ""))
@@ -83,8 +105,10 @@ def _merge_spans(spans: list[Span]) -> list[Span]:
             if _same_style(prev, span) and abs(span.baseline - prev.baseline) < 0.2 * prev.size:
                 bbox = (min(prev.bbox[0], span.bbox[0]), min(prev.bbox[1], span.bbox[1]),
                         max(prev.bbox[2], span.bbox[2]), max(prev.bbox[3], span.bbox[3]))
-                out[-1] = Span(prev.text + span.text, prev.font, prev.size, prev.bold, prev.italic, bbox,
-                               prev.baseline)
+                apart = span.bbox[0] - prev.bbox[2] > WORD_GAP * max(prev.size, 1.0)
+                glue = " " if apart and not prev.text[-1:].isspace() and not span.text[:1].isspace() else ""
+                out[-1] = Span(prev.text + glue + span.text, prev.font, prev.size, prev.bold, prev.italic,
+                               bbox, prev.baseline)
                 continue
         out.append(span)
     return out
@@ -125,7 +149,7 @@ def _cell_text(lines: list[TextLine], cell: Any) -> str:
 
 def extract_page(page: pymupdf.Page, number: int) -> RawPage:
     """Lines, rules and tables of one page (number is physical and 1-based)."""
-    data = page.get_text("dict", flags=TEXT_FLAGS)
+    data = page.get_text("rawdict", flags=TEXT_FLAGS)  # characters: word gaps are checked (chars_text)
     lines: list[TextLine] = []
     for block in data.get("blocks", ()):
         if block.get("type", 0) != 0:

@@ -38,6 +38,8 @@ _TERMINAL = (".", ":", ";", "!", "?", ")", "]", "…")
 _SENTENCE_END = (".", "!", "?", "…")
 _LABEL = re.compile(r"^\s*([^:：]{2,40}?)\s*[:：]\s*")
 _WORD = re.compile(r"\S+")
+_ENUM = re.compile(r"^\s*(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Za-z])\s*[.)]\s+")
+_QUOTES = ('"', "“", "”", "'", "‘", "’", "«", "»")
 _CONFIRM_WITHIN = 3  # a title is followed by an identity line (or, if larger than body text, a heading)
 
 
@@ -84,6 +86,17 @@ class Monograph:
 
     def section(self, key: str) -> Section | None:
         return next((s for s in self.sections if s.key == key), None)
+
+
+def _key(vocab: Vocabulary, text: str) -> str | None:
+    """Section key of a printed heading; a numbered heading ("3. CHỈ ĐỊNH", "IV) Thận trọng") is looked up
+    without its number."""
+    key = vocab.heading_key(text)
+    if key is None:
+        m = _ENUM.match(text)
+        if m:
+            key = vocab.heading_key(text[m.end():])
+    return key
 
 
 def split_title(title: str) -> tuple[str, list[str]]:
@@ -175,12 +188,12 @@ def _identity_split(line: TextLine, vocab: Vocabulary, zone: bool) -> tuple[str,
     identity = set(vocab.identity_sections)
     m = _LABEL.match(text)
     if m:
-        key = vocab.heading_key(m.group(1))
+        key = _key(vocab, m.group(1))
         if key in identity:
             return key, m.end(1), m.end()
     runs = _runs(line)
     if runs and runs[0].styled and runs[0].text.strip():
-        key = vocab.heading_key(runs[0].text)
+        key = _key(vocab, runs[0].text)
         if key in identity and _follow_ok(text[len(runs[0].text):].lstrip(" :：")):
             end = len(runs[0].text)
             start = end + (len(text[end:]) - len(text[end:].lstrip(" :：")))
@@ -189,7 +202,7 @@ def _identity_split(line: TextLine, vocab: Vocabulary, zone: bool) -> tuple[str,
         words = list(_WORD.finditer(text))
         for n in range(min(5, len(words) - 1), 1, -1):
             label = text[: words[n - 1].end()]
-            key = vocab.heading_key(label)
+            key = _key(vocab, label)
             if key in identity:
                 start = words[n].start()
                 return key, words[n - 1].end(), start
@@ -214,7 +227,7 @@ def _split_line(line: TextLine, vocab: Vocabulary, zone: bool, block_start: bool
             continue
         start = max(run.start, offset)
         label = text[start: run.start + len(run.text)]
-        found = vocab.heading_key(label)
+        found = _key(vocab, label)
         if found is None or not label.strip():
             continue
         before = text[cut:start].strip()
@@ -229,13 +242,20 @@ def _split_line(line: TextLine, vocab: Vocabulary, zone: bool, block_start: bool
         out.append(("heading", found, text[start:end].strip()))
         cut = end
     rest = text[cut:].strip().lstrip(":：").strip()
-    if not out and block_start:
-        whole = vocab.heading_key(text)
+    if not out and block_start and _bare_heading_text(text):
+        whole = _key(vocab, text)
         if whole is not None:
             return [("heading", whole, text.strip())]
     if rest:
         out.append(("text", "", rest))
     return out
+
+
+def _bare_heading_text(text: str) -> bool:
+    """A plain line can be a heading only as bare words: not quoted ('xin đọc phần: "Quá liều và xử
+    trí".' wrapped onto its own line is a cross-reference) and not ending a sentence."""
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith(_QUOTES) and not stripped.endswith((*_QUOTES, ".", ";", ","))
 
 
 # --- titles ------------------------------------------------------------------------------------------
@@ -249,7 +269,7 @@ def _upper_title(line: TextLine, body_size: float, vocab: Vocabulary, strict: bo
     letters = [c for c in main if c.isalpha()]
     if strict and len(letters) < 3:
         return False
-    if any(c.islower() for c in letters) or vocab.heading_key(text) is not None:
+    if any(c.islower() for c in letters) or _key(vocab, text) is not None:
         return False
     return line.all_bold or line.size >= 1.12 * body_size
 
@@ -267,7 +287,27 @@ def _continuation(prev: TextLine, line: TextLine, body_size: float, vocab: Vocab
 
 def _is_heading_line(line: TextLine, vocab: Vocabulary) -> bool:
     runs = _runs(line)
-    return bool(runs) and runs[0].styled and vocab.heading_key(runs[0].text) is not None
+    return bool(runs) and runs[0].styled and _key(vocab, runs[0].text) is not None
+
+
+def _display_title(line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
+    """A mixed-case title ("Paracetamol (Acetaminophen)"): short, capitalised, bold or larger than body
+    text, no sentence punctuation, not a heading. Only an identity line right below confirms it."""
+    text = line.text.strip()
+    if not text or len(text) > 60 or line.table_id or text.endswith((".", ":", ";", ",", "!", "?")):
+        return False
+    main, _ = split_title(text)
+    if not main[:1].isupper() or len(main.split()) > 5 or any(c.isdigit() for c in main):
+        return False
+    if _key(vocab, text) is not None or _BULLET.match(text):
+        return False
+    return line.all_bold or line.size >= 1.12 * body_size
+
+
+def _alias_line(prev: TextLine, line: TextLine) -> bool:
+    """A parenthetical line right below a title ("(Acetaminophen)"), in any style."""
+    return (line.page == prev.page and bool(_PAREN.fullmatch(line.text.strip())) and line.y0 >= prev.y0
+            and line.y0 - prev.y1 <= 1.5 * max(prev.size, line.size) and not line.table_id)
 
 
 def find_titles(ctx: _Ctx, vocab: Vocabulary) -> list[tuple[int, int, str]]:
@@ -277,18 +317,22 @@ def find_titles(ctx: _Ctx, vocab: Vocabulary) -> list[tuple[int, int, str]]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if not _upper_title(line, ctx.body_size, vocab):
+        upper = _upper_title(line, ctx.body_size, vocab)
+        if not upper and not _display_title(line, ctx.body_size, vocab):
             i += 1
             continue
         end = i + 1
         parts = [line.text.strip()]
-        while end < len(lines) and end - i < 3 and _continuation(lines[end - 1], lines[end], ctx.body_size,
-                                                                 vocab):
+        while upper and end < len(lines) and end - i < 3 and _continuation(lines[end - 1], lines[end],
+                                                                           ctx.body_size, vocab):
+            parts.append(lines[end].text.strip())
+            end += 1
+        if end < len(lines) and not _PAREN.search(" ".join(parts)) and _alias_line(lines[end - 1], lines[end]):
             parts.append(lines[end].text.strip())
             end += 1
         confirmed = False
-        large = line.size >= 1.12 * ctx.body_size
-        for j in range(end, min(len(lines), end + _CONFIRM_WITHIN)):
+        large = upper and line.size >= 1.12 * ctx.body_size
+        for j in range(end, min(len(lines), end + (_CONFIRM_WITHIN if upper else 1))):
             if _identity_split(lines[j], vocab, zone=False) is not None:
                 confirmed = True
                 break
@@ -309,7 +353,7 @@ def _terminator(line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
     text = line.text.strip()
     letters = [c for c in text if c.isalpha()]
     return (len(letters) >= 3 and not any(c.islower() for c in letters)
-            and line.size >= 1.25 * body_size and vocab.heading_key(text) is None)
+            and line.size >= 1.25 * body_size and _key(vocab, text) is None)
 
 
 # --- monographs --------------------------------------------------------------------------------------
@@ -382,7 +426,7 @@ def segment(doc: ParsedDocument, vocab: Vocabulary) -> list[Monograph]:
             consumed = _joined_heading(ctx, i, stop, vocab)
             if consumed:
                 text = " ".join(ctx.lines[k].text.strip() for k in range(i, i + consumed))
-                key = vocab.heading_key(text)
+                key = _key(vocab, text)
                 if key is not None and builder.heading(key, text, line.page):
                     i += consumed
                     continue
@@ -407,9 +451,9 @@ def rejoin_split_headings(lines: list[TextLine], vocab: Vocabulary) -> list[Text
         if len(runs_a) < 2 or not (runs_a[-1].styled and runs_b[0].styled):
             continue
         tail, head = runs_a[-1].text.strip(), runs_b[0].text.strip()
-        if not tail or not head or vocab.heading_key(tail) is not None:
+        if not tail or not head or _key(vocab, tail) is not None:
             continue
-        if vocab.heading_key(f"{tail} {head}") is None:
+        if _key(vocab, f"{tail} {head}") is None:
             continue
         cut = runs_a[-1].start
         keep: list[Span] = []
@@ -428,7 +472,7 @@ def rejoin_split_headings(lines: list[TextLine], vocab: Vocabulary) -> list[Text
 def _joined_heading(ctx: _Ctx, i: int, stop: int, vocab: Vocabulary) -> int:
     """Number of lines (2 or 3) of a styled heading wrapped over lines, or 0."""
     first = ctx.lines[i]
-    if not (first.all_bold or first.all_italic) or vocab.heading_key(first.text) is not None:
+    if not (first.all_bold or first.all_italic) or _key(vocab, first.text) is not None:
         return 0
     parts = [first.text.strip()]
     for k in range(i + 1, min(stop, i + 3)):
@@ -436,6 +480,6 @@ def _joined_heading(ctx: _Ctx, i: int, stop: int, vocab: Vocabulary) -> int:
         if not (nxt.all_bold or nxt.all_italic) or nxt.table_id:
             return 0
         parts.append(nxt.text.strip())
-        if vocab.heading_key(" ".join(parts)) is not None:
+        if _key(vocab, " ".join(parts)) is not None:
             return k - i + 1
     return 0

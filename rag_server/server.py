@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1._async import HealthServicer
+from rag_server.api.health import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from rag_server.api.answer import AnswerServicer

@@ -195,7 +195,7 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
                     store=store,
                     embedder=embedder,
                     embed_only=request.embed_only,
-                    resume=request.resume,
+                    resume=not request.recompute_embeddings,
                     check_only=request.check_only,
                     allow_gate_failures=request.allow_gate_failures,
                     progress=progress,

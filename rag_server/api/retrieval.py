@@ -8,6 +8,8 @@ decision field, answers FAILED_PRECONDITION while no corpus is served.
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 from typing import Any
 
 import grpc
@@ -19,10 +21,20 @@ from rag_server.app import App
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.retrieval.service import retriever_for
 
+log = logging.getLogger("rag_server.api.retrieval")
+
 
 class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     def __init__(self, app: App) -> None:
         self.app = app
+        # Build the drug catalog of the served generation now rather than on the first request.
+        threading.Thread(target=self._warm, name="catalog-warmup", daemon=True).start()
+
+    def _warm(self) -> None:
+        try:
+            retriever_for(self.app).catalog()
+        except Exception:  # a failing store shows up on the first real request instead
+            log.exception("catalog warm-up failed")
 
     async def Retrieve(
         self, request: retrieval_pb2.RetrieveRequest, context: grpc.aio.ServicerContext[Any, Any]

@@ -11,6 +11,7 @@ indication_candidate_limit drugs x indication_evidence_per_drug chunks.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,10 +36,15 @@ DENSE_QUERY_TEMPLATE = "điều trị {}"
 
 
 @dataclass(frozen=True)
-class _Prepared:
+class PreparedChunk:
+    """A chi_dinh chunk with its words tokenized once (cached per served generation)."""
+
     chunk: Chunk
-    words: list[Tok]
-    folded: list[str]
+    words: tuple[Tok, ...]
+
+
+def prepare(chunks: Sequence[Chunk]) -> list[PreparedChunk]:
+    return [PreparedChunk(c, tuple(words(tokenize(c.text)))) for c in chunks]
 
 
 def keyword_score(position: int, word_count: int) -> float:
@@ -55,22 +61,42 @@ def phrase_hits(phrase_words: Sequence[Tok], chunk_words: Sequence[Tok]) -> list
     ]
 
 
-def keyword_pass(chunks: Sequence[Chunk], indication: str) -> list[Hit]:
+def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> list[Hit]:
     phrase_words = words(tokenize(indication))
     if not phrase_words:
         return []
     hits: list[Hit] = []
-    for chunk in chunks:
-        chunk_words = words(tokenize(chunk.text))
-        positions = phrase_hits(phrase_words, chunk_words)
+    for item in chunks:
+        prepared = item if isinstance(item, PreparedChunk) else prepare([item])[0]
+        positions = phrase_hits(phrase_words, prepared.words)
         if positions:
-            hits.append(Hit(chunk, keyword_score(positions[0], len(chunk_words)), ScoreKind.LEXICAL))
+            score = keyword_score(positions[0], len(prepared.words))
+            hits.append(Hit(prepared.chunk, score, ScoreKind.LEXICAL))
     hits.sort(key=lambda h: (-h.score, h.chunk.chunk_id))
     return hits
 
 
-def indication_chunks(store: Store) -> list[Chunk]:
-    return store.scroll(ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value))
+_PREPARED: dict[int, tuple[str, list[PreparedChunk]]] = {}
+_PREPARED_LOCK = threading.Lock()
+
+
+def indication_chunks(store: Store) -> list[PreparedChunk]:
+    """Every chi_dinh prose chunk (a scroll), tokenized; cached per store and manifest generation."""
+    manifest = store.manifest()
+    stamp = f"{manifest.generation}|{manifest.created_at}|{manifest.corpus_sha}" if manifest else ""
+    with _PREPARED_LOCK:
+        cached = _PREPARED.get(id(store))
+        if cached is not None and cached[0] == stamp and stamp:
+            return cached[1]
+        chunks = store.scroll(
+            ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value)
+        )
+        prepared = prepare(chunks)
+        if stamp:
+            _PREPARED[id(store)] = (stamp, prepared)
+            while len(_PREPARED) > 4:
+                _PREPARED.pop(next(iter(_PREPARED)))
+        return prepared
 
 
 def dense_pass(

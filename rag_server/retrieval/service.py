@@ -50,7 +50,7 @@ from rag_server.understanding.frame import (
 )
 from rag_server.understanding.patient import PatientFacts
 from rag_server.understanding.rules import Rules, load_rules
-from rag_server.understanding.textmatch import Phrase, phrase, tokenize
+from rag_server.understanding.textmatch import Phrase, find_any, phrase, tokenize
 from rag_server.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -105,10 +105,7 @@ class Retriever:
         timings = Timings()
         if not self.loaded():
             return RetrievalResult(
-                make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED),
-                timings=timings,
-                frame=frame,
-                reranker_state=self.reranker_state(),
+                make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED), timings=timings, frame=frame
             )
         understanding: Understanding | None = None
         if frame is None:
@@ -118,9 +115,7 @@ class Retriever:
         with timings.stage("route"):
             result = self._route(frame, understanding, timings)
         result.timings = timings
-        result.frame = frame
-        if not result.reranker_state:
-            result.reranker_state = self.reranker_state()
+        result.frame = frame  # reranker_state stays "" unless the route used the reranker
         return result
 
     def _frame_for(
@@ -168,10 +163,8 @@ class Retriever:
         if catalog is None:
             return query
         names: list[Phrase] = [n for d in drug_ids for n in catalog.names_of(d)]
-        from rag_server.understanding.textmatch import find_any
-
         drop = {j for i, p in find_any(toks, names) for j in range(i, i + len(p))}
-        return " ".join("zzdrugzz" if i in drop else t.raw for i, t in enumerate(toks))
+        return " ".join(t.raw for i, t in enumerate(toks) if i not in drop)
 
     def _route(
         self, frame: QueryFrame, understanding: Understanding | None, timings: Timings
@@ -250,6 +243,10 @@ class Retriever:
             )
         with timings.stage("decide"):
             decision = decide(evidence)
+        if missing:  # never let one drug's section pass for all of them
+            decision.message += (
+                f" (Không có mục {self.vocabulary.title(frame.section_key)}: {', '.join(missing)})"
+            )
         return RetrievalResult(
             decision, evidence, route=Route.SECTION_POOLED if pooled_any else Route.SECTION
         )

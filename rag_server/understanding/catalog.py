@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 
 from rag_server.domain import Chunk, ChunkKind
 from rag_server.store.base import ChunkFilter, Store
@@ -209,6 +210,11 @@ def _usable(name: Phrase) -> bool:
 _WORDS = re.compile(r"[^\W_]+")
 
 
+@lru_cache(maxsize=200_000)
+def _fold_word(word: str) -> str:
+    return fold(word)
+
+
 def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> frozenset[str]:
     """Folded words used in the prose of two or more monographs."""
     seen: dict[str, str] = {}  # word -> first drug_id seen with it
@@ -216,7 +222,8 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
     for chunk in chunks:
         if chunk.chunk_kind != ChunkKind.PROSE or chunk.section_key in skip_sections:
             continue
-        for word in set(_WORDS.findall(fold(chunk.text))):
+        for raw in set(_WORDS.findall(chunk.text.lower())):
+            word = _fold_word(raw)
             first = seen.setdefault(word, chunk.drug_id)
             if first != chunk.drug_id:
                 common.add(word)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from rag_server.understanding.catalog import Mention
 from rag_server.understanding.rules import Condition, Rules
-from rag_server.understanding.textmatch import Phrase, Tok, find_any
+from rag_server.understanding.textmatch import Phrase, Tok, find_any, phrase, tokenize
 
 
 @dataclass
@@ -159,21 +159,39 @@ class FactAnchors:
     anchors: tuple[Phrase, ...]
 
 
+def _flags(facts: PatientFacts) -> dict[str, bool]:
+    return {"renal_impairment": facts.renal_impairment, "hepatic_impairment": facts.hepatic_impairment}
+
+
+def condition_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
+    """Flagged conditions, then each stated condition / allergy: a known one (by name or by one of its
+    phrasings) brings its clinical anchors; an unknown one (a client's free text, e.g. an allergen) must
+    occur literally. Age bands are left to the age facts."""
+    out: dict[str, FactAnchors] = {}
+    flags = _flags(facts)
+    for cond in rules.conditions:
+        if cond.flag and flags.get(cond.flag):
+            out.setdefault(cond.name, FactAnchors(cond.name, cond.anchors))
+    for text in [*facts.conditions, *facts.allergies]:
+        toks = tokenize(text)
+        known = next((c for c in rules.conditions if c.name == text or find_any(toks, c.detect)), None)
+        if known is not None:
+            out.setdefault(known.name, FactAnchors(known.name, known.anchors))
+        elif not any(b.name == text or find_any(toks, b.detect) for b in rules.age_bands):
+            out.setdefault(text, FactAnchors(text, (phrase(text),)))
+    return list(out.values())
+
+
 def warning_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
     """Conditions, allergies and age (chong_chi_dinh / than_trong facet)."""
-    out: list[FactAnchors] = []
-    names = set(facts.conditions) | set(facts.allergies)
-    out.extend(FactAnchors(c.name, c.anchors) for c in rules.conditions if c.name in names)
-    out.extend(_age_anchors(facts, rules))
-    return out
+    return [*condition_anchors(facts, rules), *_age_anchors(facts, rules)]
 
 
 def dosage_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
     """Renal, hepatic and age facts only (lieu_luong_va_cach_dung facet)."""
-    flags = {"renal_impairment": facts.renal_impairment, "hepatic_impairment": facts.hepatic_impairment}
-    out = [FactAnchors(c.name, c.anchors) for c in rules.conditions if c.flag and flags.get(c.flag)]
-    out.extend(_age_anchors(facts, rules))
-    return out
+    flagged = {c.name for c in rules.conditions if c.flag in ("renal_impairment", "hepatic_impairment")}
+    organ = [f for f in condition_anchors(facts, rules) if f.label in flagged]
+    return [*organ, *_age_anchors(facts, rules)]
 
 
 def _age_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:

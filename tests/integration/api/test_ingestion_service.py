@@ -120,7 +120,7 @@ async def test_02_paths_outside_the_roots_are_refused(
 async def test_03_ingest_streams_progress_then_a_summary(
     stub: ingestion_pb2_grpc.IngestionServiceStub, dirs: dict[str, Path]
 ) -> None:
-    messages = await ingest(stub, "tiny.pdf", resume=True)  # relative to an ingest root
+    messages = await ingest(stub, "tiny.pdf")  # relative to an ingest root
     progress = [m.progress for m in messages[:-1]]
     assert all(m.WhichOneof("event") == "progress" for m in messages[:-1])
     stages = [p.stage for p in progress]
@@ -161,7 +161,7 @@ async def test_05_check_only_reports_and_changes_nothing(
 
 
 async def test_06_one_ingest_at_a_time(stub: ingestion_pb2_grpc.IngestionServiceStub) -> None:
-    first = stub.Ingest(ingestion_pb2.IngestRequest(path="many.pdf", resume=False), timeout=120)
+    first = stub.Ingest(ingestion_pb2.IngestRequest(path="many.pdf", recompute_embeddings=True), timeout=120)
     async for message in first:
         if message.progress.stage == "embed":
             break
@@ -175,7 +175,7 @@ async def test_06_one_ingest_at_a_time(stub: ingestion_pb2_grpc.IngestionService
 async def test_07_a_cancelled_ingest_is_dropped(stub: ingestion_pb2_grpc.IngestionServiceStub) -> None:
     await ingest(stub, "tiny.pdf")
     before = await corpus(stub)
-    call = stub.Ingest(ingestion_pb2.IngestRequest(path="many.pdf", resume=False), timeout=120)
+    call = stub.Ingest(ingestion_pb2.IngestRequest(path="many.pdf", recompute_embeddings=True), timeout=120)
     async for message in call:
         if message.progress.stage == "embed" and message.progress.done > 0:
             break

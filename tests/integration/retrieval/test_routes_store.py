@@ -338,3 +338,31 @@ def test_patient_question_through_retrieve(retriever: Retriever) -> None:
     )
     refused = retriever.retrieve(frame=too_many)
     assert refused.decision.kind == K.DECISION_KIND_CLARIFY and refused.evidence == []
+
+
+def test_long_section_is_whole_on_qdrant_client_local_mode_too(embedder: Embedder) -> None:
+    from fictional_formulary import build_chunks
+    from qdrant_client import QdrantClient
+
+    from rag_server.store.client import QdrantStore
+
+    store = QdrantStore(QdrantClient(location=":memory:"), "fict", local=True)
+    try:
+        load_fictional(store, embedder, [c for c in build_chunks() if c.drug_id == "longomab"])
+        r = Retriever(
+            store=store,
+            vocabulary=load_vocabulary(),
+            policy=EvidencePolicy(),
+            embedder=embedder,
+            catalogs=CatalogCache(),
+        )
+        result = r.retrieve(query="tác dụng phụ của longomab")
+        assert [h.chunk.part_index for h in result.evidence] == list(range(LONG_SECTION_PARTS))
+    finally:
+        store.close()
+
+
+def test_two_drugs_one_lacking_the_section_is_said(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="tương tác của zentorin và oxa")
+    assert {h.chunk.drug_id for h in result.evidence} == {"zentorin"}
+    assert "oxa" in result.decision.message

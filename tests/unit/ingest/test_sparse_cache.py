@@ -10,7 +10,11 @@ from ingest import sparse_cache
 from ingest.sparse_cache import sparse_vectors_cached
 from rag_server.text.bm25 import document_vector
 
-TEXTS = ["Người bệnh suy thận nặng (hư cấu).", "Liều hư cấu 2,5 mg/kg/ngày.", "Người bệnh suy thận nặng (hư cấu)."]
+TEXTS = [
+    "Người bệnh suy thận nặng (hư cấu).",
+    "Liều hư cấu 2,5 mg/kg/ngày.",
+    "Người bệnh suy thận nặng (hư cấu).",
+]
 
 
 def test_cached_vectors_equal_fresh_ones_and_are_reused(tmp_path: Path) -> None:

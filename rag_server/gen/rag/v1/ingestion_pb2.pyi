@@ -25,15 +25,17 @@ class IngestRequest(_message.Message):
 
     PATH_FIELD_NUMBER: _builtins.int
     EMBED_ONLY_FIELD_NUMBER: _builtins.int
-    RESUME_FIELD_NUMBER: _builtins.int
+    RECOMPUTE_EMBEDDINGS_FIELD_NUMBER: _builtins.int
     CHECK_ONLY_FIELD_NUMBER: _builtins.int
     ALLOW_GATE_FAILURES_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """Server-side path, inside a configured ingest root (or a document_id from UploadDocument)."""
     embed_only: _builtins.bool
     """Compute and cache embeddings only; do not load or switch."""
-    resume: _builtins.bool
-    """Reuse cached embeddings from an interrupted run."""
+    recompute_embeddings: _builtins.bool
+    """Ignore the embedding cache and recompute every embedding. By default cached embeddings,
+    keyed by (model, kind, sha256(text)), are reused, so an interrupted run resumes.
+    """
     check_only: _builtins.bool
     """Parse, segment, chunk and report the gates; change nothing."""
     allow_gate_failures: _builtins.bool
@@ -43,13 +45,13 @@ class IngestRequest(_message.Message):
         *,
         path: _builtins.str = ...,
         embed_only: _builtins.bool = ...,
-        resume: _builtins.bool = ...,
+        recompute_embeddings: _builtins.bool = ...,
         check_only: _builtins.bool = ...,
         allow_gate_failures: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_gate_failures", b"allow_gate_failures", "check_only", b"check_only", "embed_only", b"embed_only", "path", b"path", "resume", b"resume"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_gate_failures", b"allow_gate_failures", "check_only", b"check_only", "embed_only", b"embed_only", "path", b"path", "recompute_embeddings", b"recompute_embeddings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
