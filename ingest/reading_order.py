@@ -61,8 +61,12 @@ def find_gutter(lines: list[TextLine], page_width: float | None = None) -> float
     rights = [line for line in narrow if line.x0 >= gutter]
     if min(len(lefts), len(rights)) < 2:
         return None
-    # The left column must reach towards the gutter (a ragged one-column list does not).
+    # The left column must reach towards the gutter (a ragged one-column list does not), and most of its
+    # lines must be column lines, not the short cells of a rules-only table set in one-column text.
     if max(line.x1 for line in lefts) < left + 0.3 * width:
+        return None
+    ends = sorted(line.x1 for line in lefts)
+    if ends[len(ends) // 2] < gutter - 0.3 * (gutter - left):
         return None
     return gutter
 

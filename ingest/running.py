@@ -29,6 +29,7 @@ BAND = 0.11  # fraction of the page height searched for running rows, top and bo
 _BARE_NUMBER = re.compile(r"^(?:trang\s*)?[-–—(\[]?\s*(\d{1,4})\s*[-–—)\]]?$")
 _EDGE_NUMBER = re.compile(r"^(\d{1,4})\b|\b(\d{1,4})$")
 _DIGITS = re.compile(r"\d+")
+_SAME_Y = 2.0  # pt: rows this close in height on different pages sit at the same position
 
 
 @dataclass
@@ -89,10 +90,10 @@ def edge_rows(lines: list[TextLine], page: int, page_width: float, page_height: 
     return rows
 
 
-def folio_of(row: RunningRow, marks: tuple[str, ...] = DEFAULT_MARKS) -> int | None:
-    """The printed page number of a running row: the number nearest the page's outer edge."""
+def folio_candidates(row: RunningRow, marks: tuple[str, ...] = DEFAULT_MARKS) -> list[tuple[bool, float, int]]:
+    """(embedded in words, distance to the page's outer edge, number) of each page-number candidate."""
     pattern = _mark_pattern(marks)
-    candidates: list[tuple[float, int]] = []
+    candidates: list[tuple[bool, float, int]] = []
     pieces = sorted(row.lines, key=lambda line: line.x0)
     for index, piece in enumerate(pieces):
         text = pattern.sub(" ", fold(piece.text)).strip()
@@ -111,20 +112,56 @@ def folio_of(row: RunningRow, marks: tuple[str, ...] = DEFAULT_MARKS) -> int | N
         for number in numbers:
             if number >= 1:
                 edge = min(piece.x0, row.page_width - piece.x1)
-                candidates.append((edge, number))
-    if not candidates:
-        return None
-    return min(candidates)[1]
+                candidates.append((not bare, edge, number))
+    return candidates
 
 
-def _is_running(row: RunningRow, repeated: set[str], body_size: float, marks: tuple[str, ...]) -> bool:
+def folio_of(row: RunningRow, marks: tuple[str, ...] = DEFAULT_MARKS,
+             constant: frozenset[int] = frozenset()) -> int | None:
+    """The printed page number of a running row: a bare number before one inside words ("Dược thư 2018"),
+    then the one nearest the page's outer edge; numbers in `constant` (the same on many pages: a year, an
+    edition) are never folios."""
+    candidates = [c for c in folio_candidates(row, marks) if c[2] not in constant]
+    return min(candidates)[2] if candidates else None
+
+
+def _apart(row: RunningRow) -> bool:
+    return row.gap >= 0.6 * max(line.height for line in row.lines)
+
+
+def _edge_y(row: RunningRow) -> float:
+    return min(ln.y0 for ln in row.lines) if row.where == "top" else max(ln.y1 for ln in row.lines)
+
+
+def fixed_positions(all_rows: dict[int, list[RunningRow]], where: str, pages: int) -> list[float]:
+    """Heights at which a row set apart from the body recurs on at least half the pages (and is set apart
+    on at least 80% of the pages where a row sits there): a running header or footer line, whatever its
+    text (a drug name that changes, a folio at body size)."""
+    rows = sorted(((_edge_y(r), _apart(r)) for rs in all_rows.values() for r in rs if r.where == where),
+                  key=lambda item: item[0])
+    groups: list[list[tuple[float, bool]]] = []
+    for item in rows:
+        if groups and item[0] - groups[-1][-1][0] <= _SAME_Y:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    out: list[float] = []
+    for group in groups:
+        apart = sum(1 for _, a in group if a)
+        if apart >= max(3, 0.5 * pages) and apart >= 0.8 * len(group):
+            out.extend(y for y, _ in group)
+    return out
+
+
+def _is_running(row: RunningRow, repeated: set[str], body_size: float, marks: tuple[str, ...],
+                fixed: list[float] | None = None) -> bool:
     folded = fold(row.text)
     if any(fold(mark) in folded for mark in marks):
         return True
-    height = max(line.height for line in row.lines)
-    apart = row.gap >= 0.6 * height
-    if not apart:
+    if not _apart(row):
         return False
+    if fixed and any(abs(_edge_y(row) - y) <= _SAME_Y for y in fixed):
+        return True
     if any(signature(line.text) in repeated for line in row.lines):
         return True
     pattern = _mark_pattern(marks)
@@ -155,18 +192,24 @@ def detect_running(
     pages_with_rows = sum(1 for rows in all_rows.values() if rows)
     threshold = max(3, int(0.25 * pages_with_rows))
     repeated = {sig for sig, n in counts.items() if n >= threshold}
+    fixed = {where: fixed_positions(all_rows, where, len(pages)) for where in ("top", "bottom")}
+    running = {page: [row for row in rows if _is_running(row, repeated, body_size, marks, fixed[row.where])]
+               for page, rows in all_rows.items()}
+    # A number printed on many pages (a year, an edition) is not a page number.
+    numbers: Counter[int] = Counter()
+    for rows in running.values():
+        numbers.update({c[2] for row in rows for c in folio_candidates(row, marks)})
+    constant = frozenset(n for n, k in numbers.items() if k >= max(3, 0.3 * pages_with_rows))
     result = RunningResult()
     for page, _width, _height, lines in pages:
         index = {id(line): i for i, line in enumerate(lines)}
         removed: set[int] = set()
         folio: int | None = None
         texts: list[str] = []
-        for row in all_rows[page]:
-            if not _is_running(row, repeated, body_size, marks):
-                continue
+        for row in running[page]:
             removed.update(index[id(line)] for line in row.lines)
             texts.append(row.text)
-            number = folio_of(row, marks)
+            number = folio_of(row, marks, constant)
             if number is not None and folio is None:
                 folio = number
         result.removed[page] = removed

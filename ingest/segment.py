@@ -470,16 +470,18 @@ def rejoin_split_headings(lines: list[TextLine], vocab: Vocabulary) -> list[Text
 
 
 def _joined_heading(ctx: _Ctx, i: int, stop: int, vocab: Vocabulary) -> int:
-    """Number of lines (2 or 3) of a styled heading wrapped over lines, or 0."""
+    """Number of lines (2 or 3) of a styled heading wrapped over lines, or 0. The longest join wins, so
+    "TÁC DỤNG KHÔNG MONG MUỐN" / "(ADR)" is one heading even though its first line is one too."""
     first = ctx.lines[i]
-    if not (first.all_bold or first.all_italic) or _key(vocab, first.text) is not None:
+    if not (first.all_bold or first.all_italic):
         return 0
     parts = [first.text.strip()]
+    best = 0
     for k in range(i + 1, min(stop, i + 3)):
         nxt = ctx.lines[k]
-        if not (nxt.all_bold or nxt.all_italic) or nxt.table_id:
-            return 0
+        if not (nxt.all_bold or nxt.all_italic) or nxt.table_id or nxt.page != first.page:
+            break
         parts.append(nxt.text.strip())
         if _key(vocab, " ".join(parts)) is not None:
-            return k - i + 1
-    return 0
+            best = k - i + 1
+    return best

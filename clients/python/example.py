@@ -1,6 +1,6 @@
 """Example: list the drugs, retrieve one section exactly, and show a rejected request.
 
-    .venv/bin/python clients/python/example.py [target]     (default $RAG_TARGET or 127.0.0.1:50051)
+.venv/bin/python clients/python/example.py [target]     (default $RAG_TARGET or 127.0.0.1:50051)
 """
 
 from __future__ import annotations

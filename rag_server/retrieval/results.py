@@ -18,6 +18,8 @@ class Route(StrEnum):
     FREE_FORM = "free_form"
     CORPUS_SEARCH = "corpus_search"
     NONE = "none"
+    INDICATION = "indication"
+    PATIENT = "patient"
 
 
 @dataclass

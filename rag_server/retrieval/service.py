@@ -190,7 +190,7 @@ class Retriever:
                 )
             looked = self._lookup(frame.indication, timings)
             evidence = [h for c in looked.candidates for h in c.evidence]
-            return RetrievalResult(looked.decision, evidence, route=Route.CORPUS_SEARCH)
+            return RetrievalResult(looked.decision, evidence, route=Route.INDICATION)
         if not frame.drug_ids:
             return self._corpus_search(frame, timings)
         catalog = self.catalog(timings)
@@ -208,7 +208,7 @@ class Retriever:
         if turn == TurnType.PATIENT_ASSESSMENT:
             assessed = self._assess(frame.drug_ids, frame.patient, timings)
             evidence = [h for c in assessed.candidates for f in c.facets for h in f.evidence]
-            return RetrievalResult(assessed.decision, evidence, route=Route.SECTION)
+            return RetrievalResult(assessed.decision, evidence, route=Route.PATIENT)
         if turn == TurnType.SECTION_QUESTION and frame.section_key:
             return self._section(frame, catalog, timings)
         if turn == TurnType.DRUG_OVERVIEW:

@@ -56,7 +56,9 @@ async def test_stop_lets_inflight_ingest_finish(tmp_path: Path, sample: Path) ->
             stop = asyncio.create_task(running.stop())
             assert (await asyncio.wait_for(watch.read(), 30)).status == NOT_SERVING
             assert not stop.done(), "stop() returned while a call was still streaming"
-            watch.cancel()  # an open Watch is an in-flight call too: it would hold stop() for the whole grace
+            # A health watcher's stream ends after NOT_SERVING, so it cannot hold stop() for the whole grace.
+            assert await asyncio.wait_for(watch.read(), 30) is grpc.aio.EOF
+            assert await watch.code() == grpc.StatusCode.OK
 
             async with grpc.aio.insecure_channel(target) as other:  # new calls are refused while draining
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -105,6 +107,7 @@ def test_sigterm_during_streaming_ingest(rag_server_process: Callable[..., Any],
 
         server.proc.send_signal(signal.SIGTERM)
         assert next(watch).status == NOT_SERVING
+        assert list(watch) == []  # the watch stream ends once the server is shutting down
         assert server.proc.poll() is None, "the process exited before the in-flight call finished"
 
         rest = list(stream)

@@ -168,17 +168,18 @@ class FormularyClient:
         *,
         check_only: bool = False,
         embed_only: bool = False,
-        resume: bool = False,
+        recompute_embeddings: bool = False,
         allow_gate_failures: bool = False,
         timeout: float | None = None,
         correlation_id: str | None = None,
     ) -> Iterator[ingestion_pb2.IngestResponse]:
-        """Progress events, then one summary. `path` is server-side (an ingest root or an upload's path)."""
+        """Progress events, then one summary. `path` is server-side: inside an ingest root, or the
+        document_id UploadDocument returned. Cached embeddings are reused unless `recompute_embeddings`."""
         request = ingestion_pb2.IngestRequest(
             path=path,
             check_only=check_only,
             embed_only=embed_only,
-            resume=resume,
+            recompute_embeddings=recompute_embeddings,
             allow_gate_failures=allow_gate_failures,
         )
         return self._stream(self._ingestion.Ingest, request, correlation_id, timeout)

@@ -39,6 +39,10 @@ class _RouteEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Route.ValueType
     """Hybrid search across the corpus when no drug is known."""
     ROUTE_NONE: _Route.ValueType  # 6
     """No route could run (clarify, abstain)."""
+    ROUTE_INDICATION: _Route.ValueType  # 7
+    """Condition -> drugs: chỉ định phrase match, dense fallback."""
+    ROUTE_PATIENT: _Route.ValueType  # 8
+    """Patient facets: relation-specific lexical searches and pregnancy/breastfeeding sections."""
 
 class Route(_Route, metaclass=_RouteEnumTypeWrapper):
     """Which retrieval route produced the evidence."""
@@ -56,6 +60,10 @@ ROUTE_CORPUS_SEARCH: Route.ValueType  # 5
 """Hybrid search across the corpus when no drug is known."""
 ROUTE_NONE: Route.ValueType  # 6
 """No route could run (clarify, abstain)."""
+ROUTE_INDICATION: Route.ValueType  # 7
+"""Condition -> drugs: chỉ định phrase match, dense fallback."""
+ROUTE_PATIENT: Route.ValueType  # 8
+"""Patient facets: relation-specific lexical searches and pregnancy/breastfeeding sections."""
 Global___Route: _TypeAlias = Route  # noqa: Y015
 
 class _Facet:
