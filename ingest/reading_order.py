@@ -65,8 +65,11 @@ def find_gutter(lines: list[TextLine], page_width: float | None = None) -> float
     # lines must be column lines, not the short cells of a rules-only table set in one-column text.
     if max(line.x1 for line in lefts) < left + 0.3 * width:
         return None
-    ends = sorted(line.x1 for line in lefts)
-    if ends[len(ends) // 2] < gutter - 0.3 * (gutter - left):
+    # The right column starts at one x (indents and bullets aside); the cells of a rules-only table set in
+    # one-column text start at several.
+    start = min(line.x0 for line in rights)
+    aligned = sum(1 for line in rights if line.x0 - start <= 0.05 * width)
+    if aligned < 0.5 * len(rights):
         return None
     return gutter
 

@@ -1,4 +1,4 @@
-"""`rag-server serve | ingest | eval | gen-sample`."""
+"""`rag-server serve | ingest | eval | migrate`."""
 
 from __future__ import annotations
 

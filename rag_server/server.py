@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rag_server.api.health import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from rag_server.api.answer import AnswerServicer
+from rag_server.api.health import HealthServicer
 from rag_server.api.ingestion import IngestionServicer
 from rag_server.api.interceptors import CorrelationIdInterceptor
 from rag_server.api.retrieval import RetrievalServicer

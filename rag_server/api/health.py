@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer as _AsyncHealthServicer
 
 
-class HealthServicer(_AsyncHealthServicer):
+class HealthServicer(_AsyncHealthServicer):  # type: ignore[misc]
     async def Watch(self, request: health_pb2.HealthCheckRequest, context: Any) -> None:
         condition = self._server_watchers[request.service]
         self._watcher_count_by_service[request.service] += 1
