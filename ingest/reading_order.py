@@ -69,7 +69,7 @@ def find_gutter(lines: list[TextLine], page_width: float | None = None) -> float
     # one-column text start at several.
     start = min(line.x0 for line in rights)
     aligned = sum(1 for line in rights if line.x0 - start <= 0.05 * width)
-    if aligned < 0.5 * len(rights):
+    if aligned <= 0.5 * len(rights):
         return None
     return gutter
 

@@ -20,6 +20,7 @@ from rag_server.api.validation import Violations
 from rag_server.app import App
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.retrieval.service import retriever_for
+from rag_server.text import bm25
 
 log = logging.getLogger("rag_server.api.retrieval")
 
@@ -31,10 +32,15 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         threading.Thread(target=self._warm, name="catalog-warmup", daemon=True).start()
 
     def _warm(self) -> None:
+        """Load what the first requests would otherwise pay for: the catalog, the word segmenter
+        and the embedding model (a cold free-form request once tripped the reranker timeout)."""
         try:
             retriever_for(self.app).catalog()
+            bm25.query_vector("khởi động tách từ")
+            if self.app.embedder is not None:
+                self.app.embedder.embed(["khởi động mô hình"], "query")
         except Exception:  # a failing store shows up on the first real request instead
-            log.exception("catalog warm-up failed")
+            log.exception("retrieval warm-up failed")
 
     async def Retrieve(
         self, request: retrieval_pb2.RetrieveRequest, context: grpc.aio.ServicerContext[Any, Any]
