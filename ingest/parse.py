@@ -21,7 +21,8 @@ from ingest.reading_order import order_lines
 from ingest.regions import Segment, has_grid, inside, mark_formulas, rules_from_drawings
 from ingest.running import DEFAULT_MARKS, build_page_map, detect_running
 
-TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_COLLECT_STYLES
+_FILL_AND_STROKE = 16 | 32  # char_flags of text both filled and stroked: synthetic ("fake") bold
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demibold", ",bd")
 _ITALIC_NAMES = ("italic", "oblique", ",it")
 _DROP = dict.fromkeys(map(ord, "\u00ad\u200b\ufeff"), None)
@@ -80,7 +81,8 @@ def _span(raw: dict[str, Any]) -> Span | None:
     font = str(raw.get("font", ""))
     lower = font.lower()
     flags = int(raw.get("flags", 0))
-    bold = bool(flags & pymupdf.TEXT_FONT_BOLD) or any(n in lower for n in _BOLD_NAMES)
+    stroked = int(raw.get("char_flags", 0)) & _FILL_AND_STROKE == _FILL_AND_STROKE
+    bold = bool(flags & pymupdf.TEXT_FONT_BOLD) or any(n in lower for n in _BOLD_NAMES) or stroked
     italic = bool(flags & pymupdf.TEXT_FONT_ITALIC) or any(n in lower for n in _ITALIC_NAMES)
     x0, y0, x1, y1 = (float(v) for v in raw["bbox"])
     origin = raw.get("origin", (x0, y1))

@@ -26,7 +26,7 @@ from rag_server.text import fold
 
 DEFAULT_MARKS: tuple[str, ...] = ("DTQGVN",)
 BAND = 0.11  # fraction of the page height searched for running rows, top and bottom
-_BARE_NUMBER = re.compile(r"^(?:trang\s*)?[-–—(\[]?\s*(\d{1,4})\s*[-–—)\]]?$")
+_BARE_NUMBER = re.compile(r"^(?:trang\s*)?[-–—(\[]?\s*(\d{1,4})\s*(?:(?:/|tren)\s*\d{1,4}\s*)?[-–—)\]]?$")
 _EDGE_NUMBER = re.compile(r"^(\d{1,4})\b|\b(\d{1,4})$")
 _DIGITS = re.compile(r"\d+")
 _SAME_Y = 2.0  # pt: rows this close in height on different pages sit at the same position
@@ -90,7 +90,8 @@ def edge_rows(lines: list[TextLine], page: int, page_width: float, page_height: 
     return rows
 
 
-def folio_candidates(row: RunningRow, marks: tuple[str, ...] = DEFAULT_MARKS) -> list[tuple[bool, float, int]]:
+def folio_candidates(row: RunningRow,
+                     marks: tuple[str, ...] = DEFAULT_MARKS) -> list[tuple[bool, float, int]]:
     """(embedded in words, distance to the page's outer edge, number) of each page-number candidate."""
     pattern = _mark_pattern(marks)
     candidates: list[tuple[bool, float, int]] = []
@@ -134,7 +135,7 @@ def _edge_y(row: RunningRow) -> float:
 
 
 def fixed_positions(all_rows: dict[int, list[RunningRow]], where: str, pages: int) -> list[float]:
-    """Heights at which a row set apart from the body recurs on at least half the pages (and is set apart
+    """Heights at which a row set apart from the body recurs on 30% of the pages or more (and is set apart
     on at least 80% of the pages where a row sits there): a running header or footer line, whatever its
     text (a drug name that changes, a folio at body size)."""
     rows = sorted(((_edge_y(r), _apart(r)) for rs in all_rows.values() for r in rs if r.where == where),
@@ -148,7 +149,7 @@ def fixed_positions(all_rows: dict[int, list[RunningRow]], where: str, pages: in
     out: list[float] = []
     for group in groups:
         apart = sum(1 for _, a in group if a)
-        if apart >= max(3, 0.5 * pages) and apart >= 0.8 * len(group):
+        if apart >= max(3, 0.3 * pages) and apart >= 0.8 * len(group):
             out.extend(y for y, _ in group)
     return out
 

@@ -255,7 +255,8 @@ def _bare_heading_text(text: str) -> bool:
     """A plain line can be a heading only as bare words: not quoted ('xin đọc phần: "Quá liều và xử
     trí".' wrapped onto its own line is a cross-reference) and not ending a sentence."""
     stripped = text.strip()
-    return bool(stripped) and not stripped.startswith(_QUOTES) and not stripped.endswith((*_QUOTES, ".", ";", ","))
+    return bool(stripped) and not stripped.startswith(_QUOTES) \
+        and not stripped.endswith((*_QUOTES, ".", ";", ","))
 
 
 # --- titles ------------------------------------------------------------------------------------------
@@ -327,7 +328,8 @@ def find_titles(ctx: _Ctx, vocab: Vocabulary) -> list[tuple[int, int, str]]:
                                                                            ctx.body_size, vocab):
             parts.append(lines[end].text.strip())
             end += 1
-        if end < len(lines) and not _PAREN.search(" ".join(parts)) and _alias_line(lines[end - 1], lines[end]):
+        if end < len(lines) and not _PAREN.search(" ".join(parts)) \
+                and _alias_line(lines[end - 1], lines[end]):
             parts.append(lines[end].text.strip())
             end += 1
         confirmed = False
