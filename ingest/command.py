@@ -82,9 +82,42 @@ def summary_table(outcome: Any) -> Table:
     return table
 
 
+def _ingest_remote(target: str, pdf: Path, args: argparse.Namespace, console: Console, err: Console) -> int:
+    """The data dir belongs to a running server: upload the PDF to it and ingest there."""
+    import grpc
+
+    from ingest.remote import describe_rpc_error, ingest_via_server, outcome_from_summary
+
+    err.print(f"a server at {target} owns this data dir: ingesting through it (the corpus keeps serving)")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            summary = ingest_via_server(
+                target,
+                pdf,
+                embed_only=args.embed_only,
+                resume=args.resume,
+                check_only=args.check,
+                allow_gate_failures=args.allow_gate_failures,
+                progress=_Bars(progress),
+            )
+    except grpc.RpcError as exc:
+        err.print(f"[red]error:[/red] {describe_rpc_error(exc)}")
+        bad_input = exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)  # type: ignore[attr-defined]
+        return EXIT_BAD_INPUT if bad_input else EXIT_FAILED
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted:[/yellow] the server drops the half-written generation")
+        return EXIT_INTERRUPTED
+    outcome = outcome_from_summary(summary)
+    console.print(summary_table(outcome))
+    print(outcome.message)
+    return EXIT_FAILED if args.check and outcome.failed_gates else EXIT_OK
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ingest.build import IngestInputError
     from ingest.pipeline import IngestError, run_ingest
+    from ingest.remote import running_server_target
     from rag_server.providers.factory import build_embedder
     from rag_server.store.factory import open_store
 
@@ -100,6 +133,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/red] no such file: {pdf}")
         return EXIT_BAD_INPUT
     outcome: Any = None
+    target = running_server_target(settings.address_file)
+    if target is not None:
+        return _ingest_remote(target, pdf, args, console, err)
     try:
         embedder = build_embedder(settings)
         store = open_store(settings)

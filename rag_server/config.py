@@ -121,5 +121,10 @@ class Settings(BaseSettings):
         return self.data_dir / "embeddings"
 
     @property
+    def address_file(self) -> Path:
+        """Written by a running `rag-server serve` (target + pid), read by `rag-server ingest`."""
+        return self.data_dir / "server.json"
+
+    @property
     def store_dir(self) -> Path:
         return self.data_dir / "store"

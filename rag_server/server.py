@@ -6,9 +6,12 @@ SIGTERM/SIGINT: health goes NOT_SERVING, new calls are refused, in-flight calls 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -100,6 +103,21 @@ async def serve(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     print(f"rag-server listening on {settings.host}:{running.port}", flush=True)
-    await stop.wait()
-    log.info("shutting down: health NOT_SERVING, grace %.1fs", settings.grace_period_s)
-    await running.stop()
+    address_file = write_address_file(settings, running.port)
+    try:
+        await stop.wait()
+        log.info("shutting down: health NOT_SERVING, grace %.1fs", settings.grace_period_s)
+        await running.stop()
+    finally:
+        address_file.unlink(missing_ok=True)
+
+
+def write_address_file(settings: Settings, port: int) -> Path:
+    """Record where this server listens, so `rag-server ingest` on the same (locked) data dir can hand
+    its work to the running server instead of failing."""
+    path = settings.address_file
+    tmp = path.with_name(f".{path.name}.tmp")
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "[::]") else settings.host
+    tmp.write_text(json.dumps({"target": f"{host}:{port}", "pid": os.getpid()}), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

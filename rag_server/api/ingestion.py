@@ -327,4 +327,9 @@ def _summary(outcome: Any) -> ingestion_pb2.IngestSummary:
         embeddings_cached=outcome.embeddings_cached,
         timings=[common_pb2.StageTiming(stage=s, millis=ms) for s, ms in outcome.timings],
         message=outcome.message,
+        document_id=outcome.document_id,
+        monograph_count=outcome.monograph_count,
+        section_count=outcome.section_count,
+        chunk_count=outcome.chunk_count,
+        block_count=outcome.block_count,
     )

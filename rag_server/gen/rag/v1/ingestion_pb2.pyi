@@ -125,12 +125,23 @@ class IngestSummary(_message.Message):
     EMBEDDINGS_CACHED_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    DOCUMENT_ID_FIELD_NUMBER: _builtins.int
+    MONOGRAPH_COUNT_FIELD_NUMBER: _builtins.int
+    SECTION_COUNT_FIELD_NUMBER: _builtins.int
+    CHUNK_COUNT_FIELD_NUMBER: _builtins.int
+    BLOCK_COUNT_FIELD_NUMBER: _builtins.int
     switched: _builtins.bool
     """True when the new generation is now serving."""
     pages: _builtins.int
     embeddings_computed: _builtins.int
     embeddings_cached: _builtins.int
     message: _builtins.str
+    document_id: _builtins.str
+    """What this run parsed (also set for check_only and failed runs, unlike the manifest)."""
+    monograph_count: _builtins.int
+    section_count: _builtins.int
+    chunk_count: _builtins.int
+    block_count: _builtins.int
     @_builtins.property
     def manifest(self) -> _common_pb2.CorpusManifest: ...
     @_builtins.property
@@ -148,10 +159,15 @@ class IngestSummary(_message.Message):
         embeddings_cached: _builtins.int = ...,
         timings: _abc.Iterable[_common_pb2.StageTiming] | None = ...,
         message: _builtins.str = ...,
+        document_id: _builtins.str = ...,
+        monograph_count: _builtins.int = ...,
+        section_count: _builtins.int = ...,
+        chunk_count: _builtins.int = ...,
+        block_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["manifest", b"manifest"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["embeddings_cached", b"embeddings_cached", "embeddings_computed", b"embeddings_computed", "gates", b"gates", "manifest", b"manifest", "message", b"message", "pages", b"pages", "switched", b"switched", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["block_count", b"block_count", "chunk_count", b"chunk_count", "document_id", b"document_id", "embeddings_cached", b"embeddings_cached", "embeddings_computed", b"embeddings_computed", "gates", b"gates", "manifest", b"manifest", "message", b"message", "monograph_count", b"monograph_count", "pages", b"pages", "section_count", b"section_count", "switched", b"switched", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

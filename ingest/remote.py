@@ -1,0 +1,123 @@
+"""`rag-server ingest` against a data dir that a running server owns.
+
+The embedded store is locked by the process that serves it, so instead of failing, the CLI hands the
+PDF to that server: UploadDocument (client-streaming bytes), then Ingest on the uploaded path, showing
+the same progress bars and summary. The server's own checks (size limit, PDF magic, gates, the atomic
+generation switch) apply unchanged, and the corpus keeps serving throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
+
+UPLOAD_PART_BYTES = 1024 * 1024
+
+
+def running_server_target(address_file: Path) -> str | None:
+    """host:port of a live server that owns the data dir, from its address file (Settings.address_file)."""
+    try:
+        info = json.loads(address_file.read_text(encoding="utf-8"))
+        pid, target = int(info["pid"]), str(info["target"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, owned by someone else
+    return target
+
+
+def _parts(pdf: Path) -> Iterator[ingestion_pb2.UploadDocumentRequest]:
+    size = pdf.stat().st_size
+    yield ingestion_pb2.UploadDocumentRequest(
+        metadata=ingestion_pb2.UploadMetadata(filename=pdf.name, size_bytes=size)
+    )
+    with pdf.open("rb") as handle:
+        while part := handle.read(UPLOAD_PART_BYTES):
+            yield ingestion_pb2.UploadDocumentRequest(chunk=part)
+
+
+def describe_rpc_error(error: grpc.RpcError) -> str:
+    """Code, message and any BadRequest / PreconditionFailure details, on one line each."""
+    lines = [f"{error.code().name}: {error.details()}"]  # type: ignore[attr-defined]
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    for detail in status.details if status else ():
+        bad = error_details_pb2.BadRequest()
+        pre = error_details_pb2.PreconditionFailure()
+        if detail.Unpack(bad):
+            lines += [f"  {v.field}: {v.description}" for v in bad.field_violations]
+        elif detail.Unpack(pre):
+            lines += [f"  {v.subject}: {v.description}" for v in pre.violations]
+    return "\n".join(lines)
+
+
+def outcome_from_summary(summary: ingestion_pb2.IngestSummary) -> Any:
+    """The summary in the shape ingest.command.summary_table prints."""
+    manifest = summary.manifest if summary.HasField("manifest") else None
+    return SimpleNamespace(
+        document_id=summary.document_id,
+        pages=summary.pages,
+        monograph_count=summary.monograph_count,
+        section_count=summary.section_count,
+        chunk_count=summary.chunk_count,
+        block_count=summary.block_count,
+        gates=list(summary.gates),
+        failed_gates=[g for g in summary.gates if g.count],
+        embeddings_computed=summary.embeddings_computed,
+        embeddings_cached=summary.embeddings_cached,
+        timings=[(t.stage, t.millis) for t in summary.timings],
+        manifest=manifest,
+        switched=summary.switched,
+        message=summary.message,
+    )
+
+
+def ingest_via_server(
+    target: str,
+    pdf: Path,
+    *,
+    embed_only: bool,
+    resume: bool,
+    check_only: bool,
+    allow_gate_failures: bool,
+    progress: Callable[[str, int, int, str], None],
+    timeout_s: float = 6 * 3600,
+) -> ingestion_pb2.IngestSummary:
+    """Upload then ingest through the running server; raises grpc.RpcError on refusal."""
+    with grpc.insecure_channel(
+        target, options=[("grpc.max_send_message_length", 4 * UPLOAD_PART_BYTES)]
+    ) as channel:
+        stub = ingestion_pb2_grpc.IngestionServiceStub(channel)
+        progress("upload", 0, 1, pdf.name)
+        uploaded = stub.UploadDocument(_parts(pdf), timeout=600)
+        progress("upload", 1, 1, f"{uploaded.size_bytes} bytes")
+        request = ingestion_pb2.IngestRequest(
+            path=uploaded.path,
+            embed_only=embed_only,
+            recompute_embeddings=not resume,
+            check_only=check_only,
+            allow_gate_failures=allow_gate_failures,
+        )
+        summary: ingestion_pb2.IngestSummary | None = None
+        for event in stub.Ingest(request, timeout=timeout_s):
+            if event.HasField("progress"):
+                p = event.progress
+                progress(p.stage, p.done, p.total, p.message)
+            elif event.HasField("summary"):
+                summary = event.summary
+        if summary is None:
+            raise RuntimeError("the server closed the Ingest stream without a summary")
+        return summary
