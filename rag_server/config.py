@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     bedrock_embed_model: str = Field(
         "cohere.embed-multilingual-v3", description="Bedrock embedding model id."
     )
+    embed_max_words: int = Field(
+        0, ge=0, le=100000, description="Embed only the first N words of each text (0 = whole text); "
+        "part of the model id, so a store built with it is refused without it. For cost or benchmark runs."
+    )
     rerank_timeout_s: float = Field(1.0, gt=0, le=60, description="Reranker call timeout in seconds.")
     rerank_breaker_failures: int = Field(3, ge=1, le=100, description="Consecutive failures that open "
                                          "the reranker circuit breaker.")

