@@ -103,7 +103,7 @@ def _ingest_remote(target: str, pdf: Path, args: argparse.Namespace, console: Co
             )
     except grpc.RpcError as exc:
         err.print(f"[red]error:[/red] {describe_rpc_error(exc)}")
-        bad_input = exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)  # type: ignore[attr-defined]
+        bad_input = exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
         return EXIT_BAD_INPUT if bad_input else EXIT_FAILED
     except KeyboardInterrupt:
         err.print("[yellow]interrupted:[/yellow] the server drops the half-written generation")

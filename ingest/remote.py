@@ -52,8 +52,8 @@ def _parts(pdf: Path) -> Iterator[ingestion_pb2.UploadDocumentRequest]:
 
 def describe_rpc_error(error: grpc.RpcError) -> str:
     """Code, message and any BadRequest / PreconditionFailure details, on one line each."""
-    lines = [f"{error.code().name}: {error.details()}"]  # type: ignore[attr-defined]
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    lines = [f"{error.code().name}: {error.details()}"]
+    status = rpc_status.from_call(error)
     for detail in status.details if status else ():
         bad = error_details_pb2.BadRequest()
         pre = error_details_pb2.PreconditionFailure()

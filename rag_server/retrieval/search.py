@@ -6,12 +6,13 @@ top_k cut and the token budget still apply to the fallback (hybrid) order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag_server.domain import Hit, ScoreKind
 from rag_server.providers.base import Embedder, Reranker
 from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker
+from rag_server.retrieval.freeform import order_with_prior
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, Store
@@ -75,21 +76,30 @@ def rerank_hits(
     top_k: int,
     timings: Timings,
     dense: Sequence[float] | None = None,
+    prior: Mapping[str, float] | None = None,
 ) -> tuple[list[Hit], str, bool]:
-    """(top_k hits best first, breaker state, whether the reranker's order was used)."""
+    """(top_k hits best first, breaker state, whether the reranker's order was used).
+
+    `prior` (section_key -> bonus, see freeform.py) reorders the reranker's scores before the top_k cut;
+    it is ignored when the reranker's order is not used."""
     if reranker is None or not hits:
         return list(hits[:top_k]), reranker_state(reranker), False
     texts = [h.chunk.text for h in hits]
+    asked = len(hits) if prior else top_k  # with a prior, score every candidate before cutting
     with timings.stage("rerank"):
         if isinstance(reranker, GuardedReranker):
-            outcome = reranker.rerank_guarded(query, texts, top_k, dense=dense)
+            outcome = reranker.rerank_guarded(query, texts, asked, dense=dense)
             order, state, applied = outcome.order, outcome.state, outcome.applied
         else:  # an unguarded reranker (tests): failures still fall back
             try:
-                order = [(i, s) for i, s in reranker.rerank(query, texts, top_k)]
+                order = [(i, s) for i, s in reranker.rerank(query, texts, asked)]
                 state, applied = "closed", True
             except Exception:
                 order, state, applied = [(i, None) for i in range(min(top_k, len(hits)))], "open", False
+    if prior and applied and all(score is not None for _, score in order):
+        indices = [i for i, _ in order]
+        scored = order_with_prior([hits[i] for i in indices], [s or 0.0 for _, s in order], prior)
+        order = [(indices[j], score) for j, score in scored]
     out: list[Hit] = []
     for index, score in order[:top_k]:
         hit = hits[index]
@@ -105,8 +115,9 @@ def rerank_and_pack(
     max_tokens: int,
     timings: Timings,
     dense: Sequence[float] | None = None,
+    prior: Mapping[str, float] | None = None,
 ) -> Ranked:
-    top, state, applied = rerank_hits(query, hits, reranker, top_k, timings, dense)
+    top, state, applied = rerank_hits(query, hits, reranker, top_k, timings, dense, prior)
     with timings.stage("pack"):
         packed = pack_evidence(top, max_tokens)
     return Ranked(packed.kept, packed.omitted_ids, state, applied)

@@ -8,7 +8,7 @@ CORPUS_NOT_LOADED (ListDrugs, which has no decision field, answers FAILED_PRECON
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from rag_server.domain import ChunkKind, Hit
 from rag_server.providers.base import Embedder, Reranker
 from rag_server.providers.rerank.guarded import GuardedReranker
 from rag_server.retrieval.decide import decide
+from rag_server.retrieval.freeform import answer_sections, expand, name_spans, section_prior, without_spans
 from rag_server.retrieval.indication import dense_pass, group_by_drug, indication_chunks, keyword_pass
 from rag_server.retrieval.lexical import content_terms
 from rag_server.retrieval.overview import overview_hits
@@ -213,7 +214,7 @@ class Retriever:
             return self._section(frame, catalog, timings)
         if turn == TurnType.DRUG_OVERVIEW:
             return self._overview(frame, timings)
-        return self._free_form(frame, timings)
+        return self._free_form(frame, understanding, timings)
 
     # ------------------------------------------------------------------ routes
     def _section(self, frame: QueryFrame, catalog: Catalog | None, timings: Timings) -> RetrievalResult:
@@ -274,19 +275,40 @@ class Retriever:
             decision = decide(packed.kept)
         return RetrievalResult(decision, packed.kept, packed.omitted_ids, Route.DRUG_OVERVIEW)
 
-    def _free_form(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+    def _free_form(
+        self, frame: QueryFrame, understanding: Understanding | None, timings: Timings
+    ) -> RetrievalResult:
         assert self.store is not None
+        with timings.stage("query"):
+            query = self._free_form_query(frame, understanding)
+            prior = section_prior(query, self.rules)
+            query = expand(query, self.rules)
+        catalog = self.catalog(timings)
         hits: list[Hit] = []
         dense: list[float] | None = []
         for drug_id in frame.drug_ids:
-            flt = ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value)
+            info = catalog.drugs.get(drug_id) if catalog is not None else None
+            keys = answer_sections(info.section_keys if info else (), self.vocabulary)
+            flt = ChunkFilter(drug_id=drug_id, section_keys=keys or None, chunk_kind=ChunkKind.PROSE.value)
             found = search_candidates(
-                self.store, self.embedder, frame.query, flt, self.policy.free_form_pool, timings
+                self.store, self.embedder, query, flt, self.policy.free_form_pool, timings
             )
             hits.extend(found.hits)
             scores = self._dense_for_rerank(found, flt, timings)
             dense = dense + scores if dense is not None and scores is not None else None
-        return self._ranked(frame, hits, dense, Route.FREE_FORM, timings)
+        return self._ranked(frame, hits, dense, Route.FREE_FORM, timings, query=query, prior=prior)
+
+    def _free_form_query(self, frame: QueryFrame, understanding: Understanding | None) -> str:
+        """The question without the names of the drugs searched (their mentions when the question was
+        understood here, else their catalog names); the question itself when nothing else is left."""
+        if understanding is not None:
+            wanted = set(frame.drug_ids)
+            spans = [(m.start, m.end) for m in understanding.mentions if wanted & set(m.drug_ids)]
+        else:
+            catalog = self.catalog()
+            names = [n for d in frame.drug_ids for n in catalog.names_of(d)] if catalog is not None else []
+            spans = name_spans(frame.query, names)
+        return without_spans(frame.query, spans) or frame.query
 
     def _corpus_search(self, frame: QueryFrame, timings: Timings) -> RetrievalResult:
         assert self.store is not None
@@ -311,16 +333,24 @@ class Retriever:
         return dense_scores(self.store, found, flt, timings)
 
     def _ranked(
-        self, frame: QueryFrame, hits: list[Hit], dense: list[float] | None, route: Route, timings: Timings
+        self,
+        frame: QueryFrame,
+        hits: list[Hit],
+        dense: list[float] | None,
+        route: Route,
+        timings: Timings,
+        query: str = "",
+        prior: Mapping[str, float] | None = None,
     ) -> RetrievalResult:
         ranked = rerank_and_pack(
-            frame.query,
+            query or frame.query,
             hits,
             self.reranker,
             self.policy.rerank_top_k,
             self.policy.max_context_tokens,
             timings,
             dense,
+            prior,
         )
         with timings.stage("decide"):
             decision = decide(ranked.kept)

@@ -3,8 +3,17 @@
 Names come from the monograph display names (and their parenthetical aliases), the INN line
 (`ten_chung_quoc_te`) and the brand list (`ten_thuong_mai`, split on ';'). Matching inside a question is
 word-boundary exact and accent-compatible (see textmatch), longest name first. Only when a question has
-no exact match at all is a bounded typo tolerated (fuzzy.py), and only for display names and INNs.
+no exact match at all is a bounded typo tolerated (fuzzy.py), for every kind of name; a typo of a brand
+or of a distinctive word must be typed in Latin letters that are no Vietnamese syllable.
 A name that fits two drugs equally well is never guessed: it is returned as ambiguous.
+
+Distinctive words (tier WORD, the weakest): a word of a multi-word title or INN ("pelmironic" of "ACID
+PELMIRONIC") names its drug alone when it has >= 5 letters, is no generic salt/class word
+(rules.toml [names]), no Vietnamese syllable and no word of the vocabulary or the rules. In one drug's
+names only, it resolves to that drug; in several drugs' names it is ambiguous (CLARIFY). A one-word part
+of a combination ("AMOXICILIN" of "AMOXICILIN VÀ KALI CLAVULANAT") never stands for the combination. A
+distinctive word next to an unknown drug-like word ("ticarcilin clavulanic") is dropped: it is part of
+another drug's name. An ambiguous distinctive word beside a drug named in full is ignored.
 
 A brand (or parenthetical alias) made only of words that occur in the prose of two or more monographs
 ("Bé nóng", "Paracetamol" listed as a brand of a combination) is ignored: it would read ordinary
@@ -24,7 +33,9 @@ from functools import lru_cache
 from rag_server.domain import Chunk, ChunkKind
 from rag_server.store.base import ChunkFilter, Store
 from rag_server.text.normalize import fold
-from rag_server.understanding.fuzzy import FuzzyIndex
+from rag_server.understanding.fuzzy import LONG_BOUND, FuzzyIndex
+from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable, known_words
+from rag_server.understanding.rules import Rules, load_rules
 from rag_server.understanding.textmatch import Phrase, Tok, compatible, phrase, tokenize
 from rag_server.vocabulary import Vocabulary
 
@@ -33,6 +44,8 @@ BRAND_SECTION = "ten_thuong_mai"
 MIN_ALIAS_CHARS = 3
 MIN_STRIPPED_BRAND_CHARS = 4
 MAX_NAME_WORDS = 8
+MIN_DISTINCTIVE_CHARS = 5
+BRAND_MAX_EDITS = 1  # see FuzzyIndex: brands are too many for a two-edit index
 _PARENS = re.compile(r"\(([^()]*)\)")
 _ROMAN = re.compile(r"^[ivxlcdm]+$")
 _STRENGTH = re.compile(
@@ -46,6 +59,7 @@ class Tier(IntEnum):
     TITLE = 0
     INN = 1
     BRAND = 2
+    WORD = 3  # one distinctive word of a multi-word title or INN
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,7 @@ class Mention:
     text: str
     drug_ids: tuple[str, ...]
     distance: int = 0  # 0 = exact, else the typo distance
+    weak: bool = False  # matched through a distinctive word only (tier WORD)
 
     @property
     def ambiguous(self) -> bool:
@@ -84,6 +99,8 @@ class Catalog:
     fuzzy: FuzzyIndex = field(default_factory=lambda: FuzzyIndex([]))
     common_words: frozenset[str] = frozenset()
     generation: str = ""
+    known_words: frozenset[str] = frozenset()  # never an unknown drug name (vocabulary, rules, names, prose)
+    joiners: frozenset[str] = frozenset()  # generic words and conjunctions inside a drug name
 
     # ----------------------------------------------------------------- lookups
     def display_name(self, drug_id: str) -> str:
@@ -91,15 +108,39 @@ class Catalog:
         return info.display_name if info else drug_id
 
     def names_of(self, drug_id: str) -> list[Phrase]:
-        """Every name the catalog knows for a drug (display, aliases, INN, brands)."""
-        return [e.name for entries in self.names.values() for e in entries if e.drug_id == drug_id]
+        """Every name the catalog knows for a drug (display, aliases, INN, brands, and a distinctive word
+        when it names this drug alone)."""
+        out: list[Phrase] = []
+        for entries in self.names.values():
+            for e in entries:
+                if e.drug_id == drug_id and (e.tier != Tier.WORD or _resolves_to(entries) == (drug_id,)):
+                    out.append(e.name)
+        return out
 
     def find(self, question: str | Sequence[Tok]) -> list[Mention]:
         toks = tokenize(question) if isinstance(question, str) else list(question)
-        mentions = self._exact(toks)
+        mentions = self._guard(toks, self._exact(toks))
         if not mentions:
-            mentions = self._fuzzy(toks)
+            mentions = self._guard(toks, self._fuzzy(toks))
         return sorted(mentions, key=lambda m: m.start)
+
+    def _guard(self, toks: Sequence[Tok], mentions: list[Mention]) -> list[Mention]:
+        """Drop a distinctive-word mention that is part of an unknown drug's name, and an ambiguous one
+        beside a drug named in full."""
+        covered = {i for m in mentions for i in range(m.start, m.end)}
+        kept = [m for m in mentions if not (m.weak and self._unknown_neighbour(toks, m, covered))]
+        if any(not m.weak for m in kept):
+            kept = [m for m in kept if not (m.weak and m.ambiguous)]
+        return kept
+
+    def _unknown_neighbour(self, toks: Sequence[Tok], mention: Mention, covered: set[int]) -> bool:
+        for step, start in ((-1, mention.start - 1), (1, mention.end)):
+            i = start
+            while 0 <= i < len(toks) and i not in covered and toks[i].folded in self.joiners:
+                i += step
+            if 0 <= i < len(toks) and i not in covered and is_drug_like(toks[i], self.known_words):
+                return True
+        return False
 
     def _exact(self, toks: Sequence[Tok]) -> list[Mention]:
         taken = [False] * len(toks)
@@ -114,15 +155,17 @@ class Catalog:
                 if not entries:
                     continue
                 best = min(e.tier for e in entries)
-                ids = tuple(sorted({e.drug_id for e in entries if e.tier == best}))
+                ids = _resolves_to(entries)
                 for j in range(i, i + n):
                     taken[j] = True
-                found.append(Mention(i, i + n, " ".join(t.raw for t in toks[i : i + n]), ids))
+                text = " ".join(t.raw for t in toks[i : i + n])
+                found.append(Mention(i, i + n, text, ids, weak=best == Tier.WORD))
         return found
 
     def _fuzzy(self, toks: Sequence[Tok]) -> list[Mention]:
         words_only = [i for i, t in enumerate(toks) if not t.is_punct]
-        candidates: list[tuple[int, int, int, tuple[str, ...]]] = []  # (distance, start, end, ids)
+        # (distance, start, end, ids, weak)
+        candidates: list[tuple[int, int, int, tuple[str, ...], bool]] = []
         for n in range(1, 5):
             for a in range(0, len(words_only) - n + 1):
                 idx = words_only[a : a + n]
@@ -131,22 +174,51 @@ class Catalog:
                 span = [toks[i] for i in idx]
                 if all(t.folded in self.common_words for t in span):
                     continue
-                hits = self.fuzzy.lookup(" ".join(t.folded for t in span))
-                if not hits:
-                    continue
-                best = hits[0][0]
-                ids = tuple(sorted({key for dist, _, key in hits if dist == best}))
-                candidates.append((best, idx[0], idx[-1] + 1, ids))
+                found = self._fuzzy_span(span)
+                if found is not None:
+                    candidates.append((found[0], idx[0], idx[-1] + 1, found[1], found[2]))
         candidates.sort(key=lambda c: (c[0], -(c[2] - c[1]), c[1]))
         taken = [False] * len(toks)
-        found: list[Mention] = []
-        for dist, start, end, ids in candidates:
+        mentions: list[Mention] = []
+        for dist, start, end, ids, weak in candidates:
             if any(taken[start:end]):
                 continue
             for j in range(start, end):
                 taken[j] = True
-            found.append(Mention(start, end, " ".join(t.raw for t in toks[start:end]), ids, dist))
-        return found
+            text = " ".join(t.raw for t in toks[start:end])
+            mentions.append(Mention(start, end, text, ids, dist, weak))
+        return mentions
+
+    def _fuzzy_span(self, span: Sequence[Tok]) -> tuple[int, tuple[str, ...], bool] | None:
+        """(distance, drug_ids, weak) of the closest names within bounds, each name read at its best tier;
+        a brand or distinctive word only for a span typed in non-Vietnamese Latin words."""
+        latin = all(t.folded.isdigit() or (t.raw == t.folded and not is_vietnamese_syllable(t.folded))
+                    for t in span)
+        best: int | None = None
+        ids: set[str] = set()
+        tiers: list[Tier] = []
+        for dist, name, _ in self.fuzzy.lookup(" ".join(t.folded for t in span)):
+            entries = self.names.get(tuple(name.split(" ")), [])
+            if not entries:
+                continue
+            tier = min(e.tier for e in entries)
+            if tier >= Tier.BRAND and not latin:
+                continue
+            if best is not None and dist > best:
+                break
+            best = dist
+            ids.update(_resolves_to(entries))
+            tiers.append(tier)
+        if best is None:
+            return None
+        return best, tuple(sorted(ids)), min(tiers) == Tier.WORD
+
+
+def _resolves_to(entries: Iterable[NameEntry]) -> tuple[str, ...]:
+    """The drugs a name stands for: those at its best tier."""
+    listed = list(entries)
+    best = min(e.tier for e in listed)
+    return tuple(sorted({e.drug_id for e in listed if e.tier == best}))
 
 
 def _fits(span: Sequence[Tok], name: Phrase) -> bool:
@@ -230,7 +302,10 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
     return frozenset(common)
 
 
-def build_catalog(chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: str = "") -> Catalog:
+def build_catalog(
+    chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: str = "", rules: Rules | None = None
+) -> Catalog:
+    rules = rules if rules is not None else load_rules()
     by_drug: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_drug[chunk.drug_id].append(chunk)
@@ -242,8 +317,9 @@ def build_catalog(chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: s
     common = common_words(chunks, frozenset({BRAND_SECTION, INN_SECTION}))
 
     entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]] = defaultdict(dict)
+    word_sources: list[tuple[str, str]] = []  # (drug_id, title or INN text) whose words may stand alone
 
-    def add(drug_id: str, tier: Tier, text: str, filter_common: bool) -> None:
+    def add(drug_id: str, tier: Tier, text: str, filter_common: bool, words_alone: bool = False) -> None:
         name = phrase(text)
         if not _usable(name):
             return
@@ -253,17 +329,19 @@ def build_catalog(chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: s
         current = slot.get((drug_id, tier))
         if current is None:
             slot[(drug_id, tier)] = NameEntry(drug_id, tier, name)
+        if words_alone:
+            word_sources.append((drug_id, text))
 
     for drug_id, info in drugs.items():
         for i, text in enumerate(split_display_name(info.display_name)):
-            add(drug_id, Tier.TITLE, text, filter_common=i >= 2)
-        add(drug_id, Tier.TITLE, drug_id.replace("-", " "), filter_common=False)
+            add(drug_id, Tier.TITLE, text, filter_common=i >= 2, words_alone=i >= 1)
+        add(drug_id, Tier.TITLE, drug_id.replace("-", " "), filter_common=False, words_alone=True)
     for chunk in sorted(chunks, key=lambda c: (c.drug_id, c.part_index)):
         if chunk.chunk_kind != ChunkKind.PROSE:
             continue
         if chunk.section_key == INN_SECTION:
             for text in inn_names(chunk.text, vocabulary):
-                add(chunk.drug_id, Tier.INN, text, filter_common=False)
+                add(chunk.drug_id, Tier.INN, text, filter_common=False, words_alone=True)
         elif chunk.section_key == BRAND_SECTION:
             for text in brand_names(chunk.text):
                 add(chunk.drug_id, Tier.BRAND, text, filter_common=True)
@@ -271,11 +349,86 @@ def build_catalog(chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: s
                 if stripped is not None:
                     add(chunk.drug_id, Tier.BRAND, stripped.text, filter_common=True)
 
+    vocabulary_words = known_words(vocabulary, rules)
+    conjunctions = [c.folded for c in rules.name_conjunctions]
+    _add_distinctive_words(entries, word_sources, rules.generic_name_words | vocabulary_words, conjunctions)
+
     index = {key: list(slot.values()) for key, slot in entries.items()}
     fuzzy = FuzzyIndex(
-        (" ".join(key), e.drug_id) for key, slot in index.items() for e in slot if e.tier != Tier.BRAND
+        (" ".join(key), e.drug_id, BRAND_MAX_EDITS if e.tier == Tier.BRAND else LONG_BOUND)
+        for key, slot in index.items()
+        for e in slot
     )
-    return Catalog(drugs=drugs, names=index, fuzzy=fuzzy, common_words=common, generation=generation)
+    name_words = frozenset(w for key in index for w in key)
+    joiners = rules.generic_name_words | frozenset(w for c in conjunctions if len(c) == 1 for w in c)
+    return Catalog(
+        drugs=drugs,
+        names=index,
+        fuzzy=fuzzy,
+        common_words=common,
+        generation=generation,
+        known_words=vocabulary_words | name_words | common,
+        joiners=joiners,
+    )
+
+
+def distinctive_words(
+    text: str, excluded: frozenset[str], conjunctions: Sequence[tuple[str, ...]]
+) -> list[tuple[str, str]]:
+    """(folded, raw) words of a multi-word name that may name its drug alone (see the module doc). The
+    name is cut into parts at conjunctions and punctuation ("A VÀ KALI B", "A + ACID B", "A/B")."""
+    toks = tokenize(text)
+    longest = max((len(c) for c in conjunctions), default=0)
+    parts: list[list[Tok]] = [[]]
+    i = 0
+    while i < len(toks):
+        joint = 1 if toks[i].is_punct else 0
+        if not joint:
+            ahead = tuple(t.folded for t in toks[i : i + longest])
+            joint = next((len(c) for c in conjunctions if ahead[: len(c)] == c), 0)
+        if joint:
+            parts.append([])
+            i += joint
+            continue
+        parts[-1].append(toks[i])
+        i += 1
+    out: list[tuple[str, str]] = []
+    for part in parts:
+        if len(part) < 2:
+            continue  # a one-word name, or a one-word part of a combination, names a drug of its own
+        for tok in part:
+            word = tok.folded
+            if (
+                len(word) >= MIN_DISTINCTIVE_CHARS
+                and word.isalpha()
+                and word not in excluded
+                and not is_vietnamese_syllable(word)
+            ):
+                out.append((word, tok.raw))
+    return out
+
+
+def _add_distinctive_words(
+    entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]],
+    sources: Sequence[tuple[str, str]],
+    excluded: frozenset[str],
+    conjunctions: Sequence[tuple[str, ...]],
+) -> None:
+    """A WORD entry for every drug whose names contain a distinctive word (one drug: it resolves; several:
+    ambiguous). A word that is a whole name already keeps that name's better tier."""
+    owners: dict[str, set[str]] = defaultdict(set)  # folded word -> drugs with a name containing it
+    for key, slot in entries.items():
+        for drug_id, _ in slot:
+            for word in key:
+                owners[word].add(drug_id)
+    words: dict[str, Phrase] = {}
+    for _, text in sources:
+        for folded, raw in distinctive_words(text, excluded, conjunctions):
+            words.setdefault(folded, phrase(raw))
+    for word, word_phrase in words.items():
+        slot = entries[(word,)]
+        for drug_id in sorted(owners[word]):
+            slot.setdefault((drug_id, Tier.WORD), NameEntry(drug_id, Tier.WORD, word_phrase))
 
 
 class CatalogCache:

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from rag_server.decision import R
 from rag_server.understanding.catalog import Catalog, Mention
-from rag_server.understanding.lexicon import drug_like_words
+from rag_server.understanding.lexicon import drug_like_words, known_words
 from rag_server.understanding.patient import PatientFacts, extract_patient
 from rag_server.understanding.rules import Rules, Template
 from rag_server.understanding.textmatch import Tok, find, find_any, match_at, text_of, tokenize, words
@@ -166,6 +166,8 @@ def build_frame(query: str, catalog: Catalog | None, vocabulary: Vocabulary, rul
     section = vocabulary.resolve_section(" ".join(t.raw for t in without_drugs if t.raw != _DRUG_PLACEHOLDER))
     reading = extract_patient(toks, mentions, rules)
     facts = reading.facts
+    if section is not None and section.weak and (not mentions or not facts.empty):
+        section = None  # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts
     frame.patient = facts
     if section is not None:
         frame.section_key = section.section_key
@@ -197,7 +199,7 @@ def build_frame(query: str, catalog: Catalog | None, vocabulary: Vocabulary, rul
             frame.indication = indication
             frame.section_key = ""
             return Understanding(frame, mentions=mentions)
-        unknown = drug_like_words(toks, _known_words(vocabulary, rules))
+        unknown = drug_like_words(toks, known_words(vocabulary, rules))
         if unknown and (section is not None or not facts.empty or _bare_name(_mask(toks, unknown), rules)):
             # "liều của semaglutid": a drug is named, just not one the formulary has.
             frame.turn_type = TurnType.SECTION_QUESTION if section is not None else TurnType.FREE_FORM
@@ -232,20 +234,6 @@ def _patient_turn(facts: PatientFacts, section_key: str) -> bool:
     implied = _FACT_SECTIONS[section_key]
     others = PatientFacts(**{**facts.__dict__, implied: False})
     return not others.empty
-
-
-_KNOWN: dict[tuple[int, int], frozenset[str]] = {}
-
-
-def _known_words(vocabulary: Vocabulary, rules: Rules) -> frozenset[str]:
-    """Folded words of the section vocabulary and of rules.toml: never taken for a drug name."""
-    key = (id(vocabulary), id(rules))
-    if key not in _KNOWN:
-        texts = [
-            t for spec in vocabulary.sections.values() for t in (spec.title, *spec.aliases, *spec.phrases)
-        ]
-        _KNOWN[key] = frozenset(tok.folded for text in texts for tok in tokenize(text)) | rules.words()
-    return _KNOWN[key]
 
 
 def _mask(toks: Sequence[Tok], names: Sequence[str]) -> list[Tok]:

@@ -2,7 +2,7 @@
 deletion-neighbourhood index (SymSpell style) so a lookup never scans the whole catalog.
 
 Bounds (on the folded name): < 5 characters no fuzzy match, 5-8 characters at most 1 edit,
-9 or more at most 2 edits.
+9 or more at most 2 edits; an entry may cap its bound lower (brands: 1 edit).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from itertools import combinations
 
 MIN_FUZZY_CHARS = 5
 LONG_NAME_CHARS = 9
+LONG_BOUND = 2
 
 
 def max_edits(name: str) -> int:
     n = len(name)
     if n < MIN_FUZZY_CHARS:
         return 0
-    return 1 if n < LONG_NAME_CHARS else 2
+    return 1 if n < LONG_NAME_CHARS else LONG_BOUND
 
 
 def osa_distance(a: str, b: str, bound: int | None = None) -> int:
@@ -54,32 +55,44 @@ def _deletes(word: str, depth: int) -> set[str]:
 
 
 class FuzzyIndex:
-    """name (folded, words joined by one space) -> keys; lookup returns (distance, key) within bounds."""
+    """name (folded, words joined by one space) -> keys; lookup returns (distance, name, key) within bounds.
 
-    def __init__(self, names: Iterable[tuple[str, str]]) -> None:
+    An entry may cap its name's bound (`cap`): brands are indexed with at most one edit, because a
+    formulary lists tens of thousands of them (a two-edit deletion index over them costs ~10 s and
+    ~200 MB to build) and two edits among that many names would find look-alikes of nearly any word.
+    """
+
+    def __init__(self, names: Iterable[tuple[str, str] | tuple[str, str, int]]) -> None:
         self._names: dict[str, set[str]] = defaultdict(set)
-        self._deletes: dict[str, set[str]] = defaultdict(set)
-        for name, key in names:
-            if max_edits(name) == 0:
+        self._bounds: dict[str, int] = {}
+        self._deletes: dict[str, list[str]] = defaultdict(list)
+        for entry in names:
+            name, key = entry[0], entry[1]
+            bound = min(max_edits(name), entry[2] if len(entry) > 2 else LONG_BOUND)
+            if bound == 0:
                 continue
             self._names[name].add(key)
-        for name in self._names:
-            for variant in _deletes(name, max_edits(name)):
-                self._deletes[variant].add(name)
+            self._bounds[name] = max(bound, self._bounds.get(name, 0))
+        for name, bound in self._bounds.items():
+            for variant in _deletes(name, bound):
+                self._deletes[variant].append(name)
 
     def __len__(self) -> int:
         return len(self._names)
+
+    def bound(self, name: str) -> int:
+        return self._bounds.get(name, 0)
 
     def lookup(self, text: str) -> list[tuple[int, str, str]]:
         """(distance, name, key) for every indexed name within its own edit bound of `text`."""
         if len(text) < MIN_FUZZY_CHARS - 2:
             return []
         candidates: set[str] = set()
-        for variant in _deletes(text, 2):
-            candidates |= self._deletes.get(variant, set())
+        for variant in _deletes(text, LONG_BOUND):
+            candidates.update(self._deletes.get(variant, ()))
         found: list[tuple[int, str, str]] = []
         for name in candidates:
-            bound = max_edits(name)
+            bound = self._bounds[name]
             dist = osa_distance(text, name, bound)
             if dist <= bound:
                 found.extend((dist, name, key) for key in self._names[name])

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from rag_server.understanding.textmatch import Tok
+from rag_server.understanding.rules import Rules
+from rag_server.understanding.textmatch import Tok, tokenize
+from rag_server.vocabulary import Vocabulary
 
 MIN_DRUG_LIKE_CHARS = 5
 _SYLLABLE = re.compile(
@@ -24,14 +26,35 @@ def is_vietnamese_syllable(folded: str) -> bool:
     return bool(_SYLLABLE.match(folded))
 
 
+def is_drug_like(tok: Tok, known: frozenset[str] | set[str]) -> bool:
+    """Latin letters only, >= 5 letters, no known word, no Vietnamese syllable."""
+    if tok.is_punct or tok.raw != tok.folded or not tok.folded.isalpha():
+        return False
+    if len(tok.folded) < MIN_DRUG_LIKE_CHARS or tok.folded in known:
+        return False
+    return not is_vietnamese_syllable(tok.folded)
+
+
 def drug_like_words(toks: Sequence[Tok], known: Iterable[str]) -> list[str]:
     known_set = set(known)
     out: list[str] = []
     for tok in toks:
-        if tok.is_punct or tok.raw != tok.folded or not tok.folded.isalpha():
-            continue
-        if len(tok.folded) < MIN_DRUG_LIKE_CHARS or tok.folded in known_set:
-            continue
-        if not is_vietnamese_syllable(tok.folded) and tok.raw not in out:
+        if is_drug_like(tok, known_set) and tok.raw not in out:
             out.append(tok.raw)
     return out
+
+
+_KNOWN: dict[tuple[int, int], frozenset[str]] = {}
+
+
+def known_words(vocabulary: Vocabulary, rules: Rules) -> frozenset[str]:
+    """Folded words of the section vocabulary (phrases and hints) and of rules.toml: never a drug name."""
+    key = (id(vocabulary), id(rules))
+    if key not in _KNOWN:
+        texts = [
+            t
+            for spec in vocabulary.sections.values()
+            for t in (spec.title, *spec.aliases, *spec.phrases, *spec.hints)
+        ]
+        _KNOWN[key] = frozenset(tok.folded for text in texts for tok in tokenize(text)) | rules.words()
+    return _KNOWN[key]

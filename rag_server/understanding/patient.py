@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from rag_server.understanding.catalog import Mention
 from rag_server.understanding.rules import Condition, Rules
-from rag_server.understanding.textmatch import Phrase, Tok, find_any, phrase, tokenize
+from rag_server.understanding.textmatch import Phrase, Tok, find_any, match_at, phrase, tokenize
 
 
 @dataclass
@@ -59,15 +59,17 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
     drug_tokens = {j for m in mentions for j in range(m.start, m.end)}
     free = [t if i not in drug_tokens else Tok("\x00", "\x00", t.start, t.end) for i, t in enumerate(toks)]
 
-    def hits(patterns: Sequence[Phrase]) -> list[tuple[int, Phrase]]:
+    def hits(patterns: Sequence[Phrase], effects: bool = False) -> list[tuple[int, Phrase]]:
         found = find_any(free, patterns)
+        if effects:  # "có gây co giật không": an effect asked about, not the patient's condition
+            found = [(i, p) for i, p in found if not _after_marker(free, i, rules.effect_markers)]
         spans.extend((i, i + len(p)) for i, p in found)
         return found
 
     facts.pregnant = bool(hits(rules.pregnant))
     facts.breastfeeding = bool(hits(rules.breastfeeding))
     for cond in rules.conditions:
-        if hits(cond.detect):
+        if hits(cond.detect, effects=True):
             if cond.flag == "allergy":
                 facts.allergies.append(cond.name)
             else:
@@ -90,6 +92,10 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
     current, free_text = _current_medications(toks, mentions, rules)
     facts.current_medications = [d for i in current for d in mentions[i].drug_ids[:1]] + free_text
     return PatientReading(facts, tuple(current), tuple(spans))
+
+
+def _after_marker(toks: Sequence[Tok], i: int, markers: Sequence[Phrase]) -> bool:
+    return any(len(m) <= i and match_at(toks, i - len(m), m) for m in markers)
 
 
 def _current_medications(

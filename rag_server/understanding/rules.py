@@ -49,6 +49,22 @@ class AgeBand:
 
 
 @dataclass(frozen=True)
+class SectionPrior:
+    """A free-form cue and the sections it favours."""
+
+    cues: tuple[Phrase, ...]
+    sections: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Synonym:
+    """A colloquial phrase and the formulary terms added to a search query when it occurs."""
+
+    phrase: Phrase
+    terms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Rules:
     greetings: tuple[Phrase, ...]
     smalltalk_fillers: tuple[Phrase, ...]
@@ -69,6 +85,13 @@ class Rules:
     conditions: tuple[Condition, ...]
     overview_fillers: tuple[Phrase, ...]
     stopwords: frozenset[str]  # folded
+    generic_name_words: frozenset[str] = frozenset()  # folded
+    name_conjunctions: tuple[Phrase, ...] = ()
+    synonyms: tuple[Synonym, ...] = ()
+    priors: tuple[SectionPrior, ...] = ()
+    prior_weight: float = 0.0
+    demoted_sections: tuple[str, ...] = ()
+    effect_markers: tuple[Phrase, ...] = ()
 
     def words(self) -> frozenset[str]:
         """Every folded word the rules mention (never read as a drug name)."""
@@ -82,6 +105,7 @@ class Rules:
             *self.generic_heads,
             *self.current_medication_triggers,
             *self.connectors,
+            *self.effect_markers,
             *self.pregnant,
             *self.pregnancy_anchors,
             *self.breastfeeding,
@@ -107,6 +131,8 @@ def _template(text: str) -> Template:
 
 def _parse(data: dict[str, Any]) -> Rules:
     patient = data["patient"]
+    names = data.get("names", {})
+    free_form = data.get("free_form", {})
     templates = sorted((_template(t) for t in data["indication"]["templates"]), key=lambda t: -t.size)
     return Rules(
         greetings=_phrases(data["smalltalk"]["greetings"]),
@@ -142,6 +168,19 @@ def _parse(data: dict[str, Any]) -> Rules:
         ),
         overview_fillers=_phrases(data["overview"]["fillers"]),
         stopwords=frozenset(f for p in _phrases(data["lexical"]["stopwords"]) for f in p.folded),
+        generic_name_words=frozenset(f for p in _phrases(names.get("generic_words")) for f in p.folded),
+        name_conjunctions=_phrases(names.get("conjunctions")),
+        synonyms=tuple(
+            Synonym(phrase(str(key)), tuple(str(t) for t in terms))
+            for key, terms in free_form.get("synonyms", {}).items()
+        ),
+        priors=tuple(
+            SectionPrior(_phrases(p.get("cues")), tuple(str(k) for k in p.get("sections", [])))
+            for p in free_form.get("prior", [])
+        ),
+        prior_weight=float(free_form.get("prior_weight", 0.0)),
+        demoted_sections=tuple(str(k) for k in free_form.get("demoted", [])),
+        effect_markers=_phrases(patient.get("effect_markers")),
     )
 
 

@@ -2,12 +2,19 @@
 
 * `heading_key(text)`: which section does this heading (as printed, with spelling slips) start?
 * `resolve_section(question)`: which section does this question ask for? (longest phrase wins;
-  no match is not a guess: None).
+  no match is not a guess: None). A section that `outranks` another wins over it whatever the phrase
+  lengths ("uống bao nhiêu thì bị ngộ độc" asks about overdose, not dosage). A section's `hints` (weak
+  cues such as "hằng tuần", "mấy nhát") are looked for only when no phrase of any section matched.
+  Matching is per word accent-compatible: a word typed without diacritics matches any accented form
+  ("chong chi dinh"), a word typed with them must match them ("có che" is not "cơ chế").
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -23,6 +30,8 @@ class SectionSpec:
     order: int
     aliases: tuple[str, ...]
     phrases: tuple[str, ...]
+    hints: tuple[str, ...] = ()
+    outranks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,7 @@ class PhraseMatch:
     section_key: str
     phrase: str
     position: int
+    weak: bool = False  # matched a hint, not a phrase
 
 
 @dataclass
@@ -38,21 +48,26 @@ class Vocabulary:
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
     _headings: dict[str, str] = field(default_factory=dict)
-    _phrases: list[tuple[list[str], str, str]] = field(default_factory=list)
+    _phrases: list[_Entry] = field(default_factory=list)
+    _hints: list[_Entry] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for spec in self.sections.values():
             for text in (spec.title, *spec.aliases):
                 self._headings.setdefault(_heading_form(text), spec.key)
-        entries: list[tuple[list[str], str, str]] = []
+        self._phrases = self._ordered(lambda spec: {spec.title, *spec.phrases})
+        self._hints = self._ordered(lambda spec: set(spec.hints))
+
+    def _ordered(self, texts: Callable[[SectionSpec], set[str]]) -> list[_Entry]:
+        entries: list[_Entry] = []
         for spec in self.sections.values():
-            for phrase in {spec.title, *spec.phrases}:
-                toks = tokens(phrase)
-                if toks:
-                    entries.append((toks, spec.key, phrase))
+            for phrase in texts(spec):
+                raw, folded = _words(phrase)
+                if folded:
+                    entries.append(_Entry(folded, raw, spec.key, phrase))
         # Longest phrase first (in tokens, then characters); ties keep book order.
-        entries.sort(key=lambda e: (-len(e[0]), -len(" ".join(e[0])), self.sections[e[1]].order))
-        self._phrases = entries
+        entries.sort(key=lambda e: (-len(e.folded), -len(" ".join(e.folded)), self.sections[e.key].order))
+        return entries
 
     @property
     def keys(self) -> list[str]:
@@ -71,12 +86,19 @@ class Vocabulary:
         return self._headings.get(_heading_form(heading))
 
     def resolve_section(self, question: str) -> PhraseMatch | None:
-        """Longest phrase across all sections that occurs in the question; None when nothing matches."""
-        q_tokens = tokens(question)
-        for phrase_tokens, key, phrase in self._phrases:
-            hits = phrase_positions(phrase_tokens, q_tokens)
-            if hits:
-                return PhraseMatch(section_key=key, phrase=phrase, position=hits[0])
+        """Longest phrase across all sections that occurs in the question, else the longest hint (weak);
+        None when nothing matches."""
+        q_raw, q_tokens = _words(question)
+        for entries, weak in ((self._phrases, False), (self._hints, True)):
+            found: list[PhraseMatch] = []
+            for entry in entries:
+                hits = [i for i in phrase_positions(entry.folded, q_tokens) if _accents_fit(q_raw, i, entry)]
+                if hits:
+                    found.append(PhraseMatch(entry.key, entry.phrase, hits[0], weak))
+            if found:
+                best = found[0]
+                over = [m for m in found if best.section_key in self.sections[m.section_key].outranks]
+                return over[0] if over else best
         return None
 
     def strip_phrase(self, question: str, match: PhraseMatch) -> list[str]:
@@ -84,6 +106,43 @@ class Vocabulary:
         q_tokens = tokens(question)
         n = len(tokens(match.phrase))
         return q_tokens[: match.position] + q_tokens[match.position + n :]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    folded: list[str]
+    raw: list[str]
+    key: str
+    phrase: str
+
+
+_RAW_WORD = re.compile(r"[^\W_]+")
+_D = str.maketrans({"Đ": "đ", "Ð": "đ", "ð": "đ"})
+
+
+def _words(text: str) -> tuple[list[str], list[str]]:
+    """(accented, folded) word tokens, aligned; the folded ones are exactly `tokens(text)`. A word whose
+    folding is not one token (odd characters) keeps its folded pieces as accented forms (loose match)."""
+    raw: list[str] = []
+    folded: list[str] = []
+    for word in _RAW_WORD.findall(unicodedata.normalize("NFC", text).translate(_D).lower()):
+        pieces = tokens(word)
+        raw.extend([word] if len(pieces) == 1 else pieces)
+        folded.extend(pieces)
+    if folded != tokens(text):  # never expected; fall back to loose matching
+        folded = tokens(text)
+        raw = list(folded)
+    return raw, folded
+
+
+def _accents_fit(q_raw: list[str], start: int, entry: _Entry) -> bool:
+    """A question word typed without diacritics fits any accented form, as does a plain phrase word;
+    otherwise the accented forms must be equal."""
+    for j, (p_raw, p_folded) in enumerate(zip(entry.raw, entry.folded, strict=True)):
+        q = q_raw[start + j]
+        if q != p_raw and q != fold(q) and p_raw != p_folded:
+            return False
+    return True
 
 
 # OCR slips seen in the book: "qui" for "quy", "Ouá" for "Quá".
@@ -109,12 +168,14 @@ def _parse(data: dict[str, object]) -> Vocabulary:
             order=order,
             aliases=tuple(str(a) for a in raw.get("aliases", [])),
             phrases=tuple(str(p) for p in raw.get("phrases", [])),
+            hints=tuple(str(p) for p in raw.get("hints", [])),
+            outranks=tuple(str(k) for k in raw.get("outranks", [])),
         )
     intro = tuple(str(k) for k in data.get("intro_sections", []))  # type: ignore[attr-defined]
     identity = tuple(str(k) for k in data.get("identity_sections", []))  # type: ignore[attr-defined]
-    for key in (*intro, *identity):
+    for key in (*intro, *identity, *(k for spec in sections.values() for k in spec.outranks)):
         if key not in sections:
-            raise ValueError(f"intro/identity section {key!r} is not a declared section")
+            raise ValueError(f"intro/identity/outranks section {key!r} is not a declared section")
     return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity)
 
 

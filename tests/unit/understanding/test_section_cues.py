@@ -1,0 +1,84 @@
+"""Section cues beyond the plain phrases: weak hints (frequency, meals) used only when no phrase matched,
+`outranks` (an overdose word beats a dosage frame), quantity phrases, and how the frame treats a weak cue.
+Fictional drugs only (NOT medical information)."""
+
+from __future__ import annotations
+
+import pytest
+from fictional_formulary import build_chunks
+
+from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
+from rag_server.understanding.catalog import Catalog
+from rag_server.understanding.frame import Understanding
+from rag_server.vocabulary import load_vocabulary
+
+R = pb.DecisionReason
+DOSAGE = "lieu_luong_va_cach_dung"
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return build_catalog(build_chunks(), load_vocabulary())
+
+
+def understand(catalog: Catalog, q: str) -> Understanding:
+    return build_frame(q, catalog, load_vocabulary(), load_rules())
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "uống hằng tuần hay hằng ngày?",
+        "uong hang tuan hay hang ngay",
+        "uống lúc đói hay lúc no",
+        "uống trước bữa ăn được không",
+        "dùng trong bao lâu",
+    ],
+)
+def test_hints_are_weak_dosage_cues(question: str) -> None:
+    match = load_vocabulary().resolve_section(question)
+    assert match is not None and (match.section_key, match.weak) == (DOSAGE, True)
+
+
+@pytest.mark.parametrize(
+    ("question", "section"),
+    [
+        ("uống rượu hằng ngày có sao không", "tuong_tac_thuoc"),  # a phrase beats a hint
+        ("dùng hằng ngày có tác dụng phụ gì", "tac_dung_khong_mong_muon"),
+        ("uống bao nhiêu thì bị ngộ độc", "qua_lieu_va_xu_tri"),  # outranks, though shorter
+        ("uống mấy viên thì quá liều", "qua_lieu_va_xu_tri"),
+        ("xịt mấy nhát một lần", DOSAGE),
+        ("nhỏ mấy giọt", DOSAGE),
+        ("bé uống mấy gói", DOSAGE),
+        ("uống cách nhau bao lâu", DOSAGE),
+        ("uống trước hay sau ăn", DOSAGE),
+        ("có bài tiết qua sữa không", "thoi_ky_cho_con_bu"),
+        ("có qua nhau thai không", "thoi_ky_mang_thai"),
+        ("thuộc loại thuốc nào", "loai_thuoc"),
+    ],
+)
+def test_phrases_and_precedence(question: str, section: str) -> None:
+    match = load_vocabulary().resolve_section(question)
+    assert match is not None and match.section_key == section and not match.weak
+
+
+def test_a_weak_cue_with_a_drug_is_a_section_question(catalog: Catalog) -> None:
+    u = understand(catalog, "Zentorin uống hằng tuần hay hằng ngày?")
+    assert (u.frame.turn_type, u.frame.section_key) == (TurnType.SECTION_QUESTION, DOSAGE)
+
+
+def test_a_quantity_phrase_beats_a_condition_named_in_passing(catalog: Catalog) -> None:
+    u = understand(catalog, "Zentorin xịt mấy nhát khi lên cơn hen?")
+    assert (u.frame.turn_type, u.frame.section_key) == (TurnType.SECTION_QUESTION, DOSAGE)
+
+
+def test_a_weak_cue_never_outweighs_patient_facts(catalog: Catalog) -> None:
+    u = understand(catalog, "người suy thận uống zentorin hằng ngày được không")
+    assert u.frame.turn_type == TurnType.PATIENT_ASSESSMENT and u.frame.patient.renal_impairment
+
+
+def test_a_weak_cue_without_a_drug_asks_for_nothing(catalog: Catalog) -> None:
+    u = understand(catalog, "tập thể dục hằng ngày có tốt không")
+    assert (u.frame.turn_type, u.reason, u.frame.section_key) == (TurnType.FREE_FORM, 0, "")
+    assert understand(catalog, "liều dùng bao nhiêu").reason == R.DECISION_REASON_MISSING_REQUIRED_FIELD
