@@ -24,6 +24,7 @@ from rag_server.retrieval.overview import overview_hits
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.patient import assess_candidate
 from rag_server.retrieval.policy import EvidencePolicy
+from rag_server.retrieval.reference import pointer_targets, prose_text
 from rag_server.retrieval.results import (
     AssessmentResult,
     IndicationResult,
@@ -229,6 +230,7 @@ class Retriever:
                 missing.append(drug_id)
                 continue
             evidence.extend(hits)
+            evidence.extend(self._followed(drug_id, frame.section_key, hits, catalog, timings))
             if frame.query:
                 with timings.stage("pool"):
                     pooled = self._pool(frame, drug_id, catalog)
@@ -251,6 +253,27 @@ class Retriever:
         return RetrievalResult(
             decision, evidence, route=Route.SECTION_POOLED if pooled_any else Route.SECTION
         )
+
+    def _followed(
+        self, drug_id: str, section_key: str, hits: Sequence[Hit], catalog: Catalog, timings: Timings
+    ) -> list[Hit]:
+        """The sections a short section merely points to ("Xem mục Quá liều và xử trí."), whole, in part
+        order, one hop (see reference.py); recorded as the stage "follow_reference"."""
+        assert self.store is not None
+        info = catalog.drugs.get(drug_id)
+        present = set(info.section_keys) if info is not None else set()
+        targets = [
+            k
+            for k in pointer_targets(section_key, prose_text(h.chunk for h in hits), self.vocabulary)
+            if k in present
+        ]
+        if not targets:
+            return []
+        followed: list[Hit] = []
+        with timings.stage("follow_reference"):
+            for key in targets:
+                followed.extend(section_hits(self.store, drug_id, key))
+        return followed
 
     def _pool(self, frame: QueryFrame, drug_id: str, catalog: Catalog) -> list[Hit]:
         assert self.store is not None

@@ -15,6 +15,11 @@ of a combination ("AMOXICILIN" of "AMOXICILIN VÀ KALI CLAVULANAT") never stands
 distinctive word next to an unknown drug-like word ("ticarcilin clavulanic") is dropped: it is part of
 another drug's name. An ambiguous distinctive word beside a drug named in full is ignored.
 
+A brand's first word (tier BRAND_WORD, the weakest): "Tylenol" of "Tylenol 8 Hour" names the brand's
+drug when it has >= 4 letters and is no strength/form word, generic or known word, word of two
+monographs' prose or Vietnamese syllable; in several drugs' names it is ambiguous (CLARIFY). A whole name
+of the same spelling keeps priority. Exact matches only (never in the typo index).
+
 A brand (or parenthetical alias) made only of words that occur in the prose of two or more monographs
 ("Bé nóng", "Paracetamol" listed as a brand of a combination) is ignored: it would read ordinary
 words, or another drug's name, as a brand.
@@ -60,6 +65,7 @@ class Tier(IntEnum):
     INN = 1
     BRAND = 2
     WORD = 3  # one distinctive word of a multi-word title or INN
+    BRAND_WORD = 4  # the first word of a multi-word brand ("Tylenol" of "Tylenol 8 Hour")
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,7 @@ class Catalog:
         out: list[Phrase] = []
         for entries in self.names.values():
             for e in entries:
-                if e.drug_id == drug_id and (e.tier != Tier.WORD or _resolves_to(entries) == (drug_id,)):
+                if e.drug_id == drug_id and (e.tier < Tier.WORD or _resolves_to(entries) == (drug_id,)):
                     out.append(e.name)
         return out
 
@@ -159,7 +165,7 @@ class Catalog:
                 for j in range(i, i + n):
                     taken[j] = True
                 text = " ".join(t.raw for t in toks[i : i + n])
-                found.append(Mention(i, i + n, text, ids, weak=best == Tier.WORD))
+                found.append(Mention(i, i + n, text, ids, weak=best >= Tier.WORD))
         return found
 
     def _fuzzy(self, toks: Sequence[Tok]) -> list[Mention]:
@@ -211,7 +217,7 @@ class Catalog:
             tiers.append(tier)
         if best is None:
             return None
-        return best, tuple(sorted(ids)), min(tiers) == Tier.WORD
+        return best, tuple(sorted(ids)), min(tiers) >= Tier.WORD
 
 
 def _resolves_to(entries: Iterable[NameEntry]) -> tuple[str, ...]:
@@ -318,6 +324,7 @@ def build_catalog(
 
     entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]] = defaultdict(dict)
     word_sources: list[tuple[str, str]] = []  # (drug_id, title or INN text) whose words may stand alone
+    brand_words: list[tuple[str, str]] = []  # (drug_id, multi-word brand) whose first word may stand alone
 
     def add(drug_id: str, tier: Tier, text: str, filter_common: bool, words_alone: bool = False) -> None:
         name = phrase(text)
@@ -345,19 +352,23 @@ def build_catalog(
         elif chunk.section_key == BRAND_SECTION:
             for text in brand_names(chunk.text):
                 add(chunk.drug_id, Tier.BRAND, text, filter_common=True)
+                brand_words.append((chunk.drug_id, text))
                 stripped = _strip_strength(phrase(text))
                 if stripped is not None:
                     add(chunk.drug_id, Tier.BRAND, stripped.text, filter_common=True)
 
     vocabulary_words = known_words(vocabulary, rules)
     conjunctions = [c.folded for c in rules.name_conjunctions]
-    _add_distinctive_words(entries, word_sources, rules.generic_name_words | vocabulary_words, conjunctions)
+    excluded = rules.generic_name_words | vocabulary_words
+    _add_distinctive_words(entries, word_sources, excluded, conjunctions)
+    _add_brand_first_words(entries, brand_words, excluded | common)
 
     index = {key: list(slot.values()) for key, slot in entries.items()}
-    fuzzy = FuzzyIndex(
+    fuzzy = FuzzyIndex(  # a brand's first word alone is matched exactly only
         (" ".join(key), e.drug_id, BRAND_MAX_EDITS if e.tier == Tier.BRAND else LONG_BOUND)
         for key, slot in index.items()
         for e in slot
+        if e.tier != Tier.BRAND_WORD
     )
     name_words = frozenset(w for key in index for w in key)
     joiners = rules.generic_name_words | frozenset(w for c in conjunctions if len(c) == 1 for w in c)
@@ -429,6 +440,52 @@ def _add_distinctive_words(
         slot = entries[(word,)]
         for drug_id in sorted(owners[word]):
             slot.setdefault((drug_id, Tier.WORD), NameEntry(drug_id, Tier.WORD, word_phrase))
+
+
+def brand_first_word(text: str, excluded: frozenset[str]) -> tuple[str, str] | None:
+    """(folded, raw) first word of a multi-word brand ("Tylenol" of "Tylenol 8 Hour") when it may name the
+    brand alone: >= 4 letters, no strength/form word, no generic or known word, no Vietnamese syllable."""
+    toks = [t for t in tokenize(text) if not t.is_punct]
+    if len(toks) < 2:
+        return None
+    first = toks[0]
+    word = first.folded
+    if (
+        len(word) < MIN_STRIPPED_BRAND_CHARS
+        or not word.isalpha()
+        or _STRENGTH.match(word)
+        or _ROMAN.match(word)
+        or word in excluded
+        or is_vietnamese_syllable(word)
+    ):
+        return None
+    return word, first.raw
+
+
+def _add_brand_first_words(
+    entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]],
+    brands: Sequence[tuple[str, str]],
+    excluded: frozenset[str],
+) -> None:
+    """A BRAND_WORD entry for every drug whose names contain the first word of a multi-word brand (one
+    drug: it resolves; several: ambiguous). A word that is a whole name (or a distinctive word) keeps that
+    better tier."""
+    owners: dict[str, set[str]] = defaultdict(set)  # folded word -> drugs with a name containing it
+    for key, slot in entries.items():
+        for drug_id, _ in slot:
+            for word in key:
+                owners[word].add(drug_id)
+    words: dict[str, Phrase] = {}
+    for _, text in brands:
+        found = brand_first_word(text, excluded)
+        if found is not None:
+            words.setdefault(found[0], phrase(found[1]))
+    for word, word_phrase in words.items():
+        if not owners[word]:
+            continue
+        slot = entries[(word,)]
+        for drug_id in sorted(owners[word]):
+            slot.setdefault((drug_id, Tier.BRAND_WORD), NameEntry(drug_id, Tier.BRAND_WORD, word_phrase))
 
 
 class CatalogCache:
