@@ -8,17 +8,22 @@ decision field, answers FAILED_PRECONDITION while no corpus is served.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from rag_server.api import convert
 from rag_server.api.errors import failed_precondition
+from rag_server.api.interceptors import current_correlation_id
 from rag_server.api.validation import Violations
 from rag_server.app import App
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
+from rag_server.persistence.traces import RetrievalTrace
 from rag_server.retrieval.service import retriever_for
 from rag_server.text import bm25
 
@@ -42,9 +47,24 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         except Exception:  # a failing store shows up on the first real request instead
             log.exception("retrieval warm-up failed")
 
+    def _trace(
+        self, build: Callable[[Any, Any, str], RetrievalTrace], request: Any, reply: Any, started: float
+    ) -> None:
+        """Record one trace in the background (when a database is configured); never raises."""
+        recorder = self.app.traces
+        if recorder is None:
+            return
+        try:
+            trace = build(request, reply, current_correlation_id())
+            total = round((time.perf_counter() - started) * 1000, 3)
+            recorder.record(dataclasses.replace(trace, timings={**trace.timings, "total": total}))
+        except Exception:
+            log.exception("retrieval trace not recorded (fail-open)")
+
     async def Retrieve(
         self, request: retrieval_pb2.RetrieveRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.RetrieveResponse:
+        started = time.perf_counter()
         v = Violations()
         if not (request.query.strip() or request.drug_id or request.HasField("frame")):
             v.add("query", "give a query, a drug_id (with or without section_key) or a frame")
@@ -66,21 +86,27 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         result = await asyncio.to_thread(
             retriever.retrieve, request.query, request.drug_id, request.section_key, frame
         )
-        return convert.retrieve_response(result)
+        reply = convert.retrieve_response(result)
+        self._trace(RetrievalTrace.from_retrieve, request, reply, started)
+        return reply
 
     async def LookupIndication(
         self, request: retrieval_pb2.LookupIndicationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.LookupIndicationResponse:
+        started = time.perf_counter()
         v = Violations()
         v.check_query("indication", request.indication)
         v.raise_if_any()
         retriever = retriever_for(self.app)
         result = await asyncio.to_thread(retriever.lookup_indication, request.indication.strip())
-        return convert.indication_response(result)
+        reply = convert.indication_response(result)
+        self._trace(RetrievalTrace.from_lookup_indication, request, reply, started)
+        return reply
 
     async def AssessPatient(
         self, request: retrieval_pb2.AssessPatientRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.AssessPatientResponse:
+        started = time.perf_counter()
         v = Violations()
         limit = self.app.settings.patient_candidate_limit
         if not request.drug_ids:
@@ -102,7 +128,9 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         v.raise_if_any()
         retriever = retriever_for(self.app)
         result = await asyncio.to_thread(retriever.assess_patient, list(request.drug_ids), facts)
-        return convert.assessment_response(result)
+        reply = convert.assessment_response(result)
+        self._trace(RetrievalTrace.from_assess_patient, request, reply, started)
+        return reply
 
     async def ListDrugs(
         self, request: retrieval_pb2.ListDrugsRequest, context: grpc.aio.ServicerContext[Any, Any]

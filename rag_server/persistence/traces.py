@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,12 +18,32 @@ log = logging.getLogger("rag_server.persistence")
 
 _COLUMNS = (
     "trace_id, correlation_id, conversation_id, rpc, query, route, decision_kind, decision_reason, "
-    "evidence_chunk_ids, omitted_chunk_ids, timings, corpus_generation"
+    "evidence_chunk_ids, omitted_chunk_ids, timings, corpus_generation, drug_ids, section_key"
 )
+_PLACEHOLDERS = ", ".join(f"${i}" for i in range(1, _COLUMNS.count(",") + 2))
 
 
 def _enum_label(enum: Any, value: int, prefix: str) -> str:
     return str(enum.Name(value)).removeprefix(prefix).lower()
+
+
+def _decision(decision: common_pb2.Decision) -> tuple[str, str]:
+    return (
+        _enum_label(common_pb2.DecisionKind, decision.kind, "DECISION_KIND_"),
+        _enum_label(common_pb2.DecisionReason, decision.reason, "DECISION_REASON_"),
+    )
+
+
+def _timings(stages: Iterable[common_pb2.StageTiming]) -> dict[str, float]:
+    """{stage: millis}; a stage that ran more than once is summed."""
+    out: dict[str, float] = {}
+    for t in stages:
+        out[t.stage] = out.get(t.stage, 0.0) + t.millis
+    return out
+
+
+def _unique(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
 
 
 @dataclass(frozen=True)
@@ -38,6 +59,8 @@ class RetrievalTrace:
     conversation_id: str | None = None
     omitted_chunk_ids: list[str] = field(default_factory=list)
     corpus_generation: str = ""
+    drug_ids: list[str] = field(default_factory=list)
+    section_key: str = ""
     trace_id: uuid.UUID = field(default_factory=uuid.uuid4)
     created_at: datetime | None = None
 
@@ -49,18 +72,66 @@ class RetrievalTrace:
         correlation_id: str,
         corpus_generation: str = "",
     ) -> RetrievalTrace:
+        kind, reason = _decision(response.decision)
+        frame = request.frame
         return cls(
             correlation_id=correlation_id,
             rpc="RetrievalService/Retrieve",
-            query=request.query,
+            query=request.query or frame.query,
+            drug_ids=[request.drug_id] if request.drug_id else list(frame.drug_ids),
+            section_key=request.section_key or frame.section_key,
             route=_enum_label(retrieval_pb2.Route, response.route, "ROUTE_"),
-            decision_kind=_enum_label(common_pb2.DecisionKind, response.decision.kind, "DECISION_KIND_"),
-            decision_reason=_enum_label(
-                common_pb2.DecisionReason, response.decision.reason, "DECISION_REASON_"
-            ),
+            decision_kind=kind,
+            decision_reason=reason,
             evidence_chunk_ids=[e.chunk_id for e in response.evidence],
             omitted_chunk_ids=list(response.omitted_evidence_ids),
-            timings={t.stage: t.millis for t in response.timings},
+            timings=_timings(response.timings),
+            corpus_generation=corpus_generation,
+        )
+
+    @classmethod
+    def from_lookup_indication(
+        cls,
+        request: retrieval_pb2.LookupIndicationRequest,
+        response: retrieval_pb2.LookupIndicationResponse,
+        correlation_id: str,
+        corpus_generation: str = "",
+    ) -> RetrievalTrace:
+        """route is the match stage ("keyword" | "dense"), "none" when nothing matched."""
+        kind, reason = _decision(response.decision)
+        return cls(
+            correlation_id=correlation_id,
+            rpc="RetrievalService/LookupIndication",
+            query=request.indication,
+            route=response.match_stage or "none",
+            decision_kind=kind,
+            decision_reason=reason,
+            evidence_chunk_ids=_unique(e.chunk_id for c in response.candidates for e in c.evidence),
+            timings=_timings(response.timings),
+            corpus_generation=corpus_generation,
+        )
+
+    @classmethod
+    def from_assess_patient(
+        cls,
+        request: retrieval_pb2.AssessPatientRequest,
+        response: retrieval_pb2.AssessPatientResponse,
+        correlation_id: str,
+        corpus_generation: str = "",
+    ) -> RetrievalTrace:
+        """The drugs assessed and the evidence found; the patient facts themselves are not stored."""
+        kind, reason = _decision(response.decision)
+        return cls(
+            correlation_id=correlation_id,
+            rpc="RetrievalService/AssessPatient",
+            drug_ids=list(request.drug_ids),
+            route="assess_patient",
+            decision_kind=kind,
+            decision_reason=reason,
+            evidence_chunk_ids=_unique(
+                e.chunk_id for a in response.assessments for f in a.facets for e in f.evidence
+            ),
+            timings=_timings(response.timings),
             corpus_generation=corpus_generation,
         )
 
@@ -69,6 +140,7 @@ class RetrievalTrace:
             self.trace_id, self.correlation_id, self.conversation_id, self.rpc, self.query, self.route,
             self.decision_kind, self.decision_reason, list(self.evidence_chunk_ids),
             list(self.omitted_chunk_ids), dict(self.timings), self.corpus_generation,
+            list(self.drug_ids), self.section_key,
         )
 
     @classmethod
@@ -78,7 +150,8 @@ class RetrievalTrace:
             rpc=r["rpc"], query=r["query"], route=r["route"], decision_kind=r["decision_kind"],
             decision_reason=r["decision_reason"], evidence_chunk_ids=list(r["evidence_chunk_ids"]),
             omitted_chunk_ids=list(r["omitted_chunk_ids"]), timings=dict(r["timings"]),
-            corpus_generation=r["corpus_generation"], created_at=r["created_at"],
+            corpus_generation=r["corpus_generation"], drug_ids=list(r["drug_ids"]),
+            section_key=r["section_key"], created_at=r["created_at"],
         )
 
 
@@ -91,8 +164,7 @@ class TraceStore:
 
     async def save(self, trace: RetrievalTrace) -> bool:
         """True when stored; False (logged) on any database failure or timeout."""
-        placeholders = ", ".join(f"${i}" for i in range(1, 13))
-        sql = f"INSERT INTO retrieval_traces ({_COLUMNS}) VALUES ({placeholders})"
+        sql = f"INSERT INTO retrieval_traces ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"
         try:
             await asyncio.wait_for(self.pool.execute(sql, *trace._row()), self.timeout_s)
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError) as exc:
