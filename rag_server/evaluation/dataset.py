@@ -4,8 +4,14 @@ Kinds:
 * ``section``: gold_drug_id + gold_section_key; scored on Retrieve's top evidence (hit@1).
 * ``indication``: gold_drug_ids; LookupIndication{indication} (or the query) scored by recall@k.
 * ``nonsense_indication``: a made-up condition; correct when LookupIndication returns no drug.
-* ``abstain``: expect_decision (a DecisionKind or DecisionReason name, or a list of alternatives);
-  correct when Retrieve does not answer and its decision matches one of them.
+* ``abstain``: expect_decision (a DecisionKind or DecisionReason name, or a list of alternatives;
+  ``INVALID_ARGUMENT`` accepts that gRPC status); correct when Retrieve does not answer and its decision
+  matches one of them. An abstain question answered anyway counts as a false answer.
+* ``patient``: drug_ids + patient (PatientContext fields as JSON); AssessPatient's facet ``gold_facet``
+  of the first drug must have status ``expect_status``, and (when given) one of its evidence texts must
+  contain one of ``gold_terms`` (accent-folded).
+* ``corpus``: a medical question naming no drug; correct when Retrieve answers and its top evidence text
+  contains one of ``gold_terms`` (accent-folded).
 """
 
 from __future__ import annotations
@@ -16,7 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("section", "indication", "nonsense_indication", "abstain")
+KINDS = ("section", "indication", "nonsense_indication", "abstain", "patient", "corpus")
+FACETS = ("interaction", "warning", "dosage_context", "pregnancy", "breastfeeding")
+STATUSES = ("EVIDENCE_FOUND", "INSUFFICIENT_EVIDENCE", "VERIFY_PDF")
+PATIENT_LISTS = ("current_medications", "conditions", "allergies")
+PATIENT_FLAGS = ("pregnant", "breastfeeding", "renal_impairment", "hepatic_impairment")
 
 
 class DatasetError(ValueError):
@@ -34,6 +44,15 @@ class Question:
     indication: str = ""
     style: tuple[str, ...] = ()
     expect_decision: tuple[str, ...] = ()
+    drug_ids: tuple[str, ...] = ()
+    patient: tuple[tuple[str, Any], ...] = ()  # PatientContext fields, as (name, value) pairs
+    gold_facet: str = ""
+    expect_status: str = ""
+    gold_terms: tuple[str, ...] = ()
+
+    @property
+    def patient_fields(self) -> dict[str, Any]:
+        return dict(self.patient)
 
     @property
     def indication_text(self) -> str:
@@ -75,6 +94,11 @@ def parse_question(obj: Any, where: str = "question", section_keys: Iterable[str
         expect_decision=tuple(
             _normalise_decision(v) for v in _str_tuple(obj.get("expect_decision"), "expect_decision", where)
         ),
+        drug_ids=_str_tuple(obj.get("drug_ids"), "drug_ids", where),
+        patient=_patient(obj.get("patient"), where),
+        gold_facet=str(obj.get("gold_facet") or ""),
+        expect_status=str(obj.get("expect_status") or "").upper(),
+        gold_terms=_str_tuple(obj.get("gold_terms"), "gold_terms", where),
     )
     if kind == "section":
         if not question.gold_drug_id or not question.gold_section_key:
@@ -87,7 +111,34 @@ def parse_question(obj: Any, where: str = "question", section_keys: Iterable[str
         raise DatasetError(f"{where}: a nonsense indication has no gold drugs")
     elif kind == "abstain" and not question.expect_decision:
         raise DatasetError(f"{where}: an abstain question needs expect_decision")
+    elif kind == "patient":
+        if not question.drug_ids or not question.patient:
+            raise DatasetError(f"{where}: a patient question needs drug_ids and patient")
+        if question.gold_facet not in FACETS or question.expect_status not in STATUSES:
+            raise DatasetError(
+                f"{where}: gold_facet must be one of {FACETS}, expect_status one of {STATUSES}"
+            )
+    elif kind == "corpus" and not question.gold_terms:
+        raise DatasetError(f"{where}: a corpus question needs gold_terms")
     return question
+
+
+def _patient(value: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}: patient must be an object")
+    out: list[tuple[str, Any]] = []
+    for name, item in sorted(value.items()):
+        if name in PATIENT_LISTS:
+            out.append((name, _str_tuple(item, f"patient.{name}", where)))
+        elif (name in PATIENT_FLAGS and isinstance(item, bool)) or (
+            name == "age_years" and isinstance(item, int) and not isinstance(item, bool)
+        ):
+            out.append((name, item))
+        else:
+            raise DatasetError(f"{where}: unknown or malformed patient field {name!r}")
+    return tuple(out)
 
 
 def _normalise_decision(name: str) -> str:

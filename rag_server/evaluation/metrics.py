@@ -4,7 +4,12 @@
   lets it be used (ANSWERABLE or VERIFY_PDF); overall, per section key and per style tag.
 * indication questions: recall@k of gold_drug_ids among the first k candidates (mean over questions).
 * nonsense indications: rejection rate (no candidate at all).
-* abstain questions: the decision is not ANSWERABLE and its kind or reason is one of expect_decision.
+* abstain questions: the decision is not ANSWERABLE and its kind or reason is one of expect_decision
+  (or the call was refused with INVALID_ARGUMENT and that is expected).
+* false answers: abstain questions answered anyway (ANSWERABLE / VERIFY_PDF) and nonsense indications
+  answered with drugs, over both kinds: the share of nonsense that reached a clinician as an answer.
+* patient questions: the gold facet's status, and a gold term in its evidence when given.
+* corpus questions: answered, with a gold term in the top evidence text.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_server.evaluation.dataset import Question
+from rag_server.text.normalize import fold
 
 USABLE_KINDS = frozenset({"ANSWERABLE", "VERIFY_PDF"})
 INDICATION_K = 8
@@ -33,7 +39,10 @@ class Outcome:
     decision_reason: str = ""
     route: str = ""
     error: str = ""
+    error_code: str = ""  # gRPC status name when the call failed
     millis: float = 0.0
+    facet_status: str = ""  # patient questions: status of the gold facet of the first drug
+    evidence_texts: tuple[str, ...] = ()  # patient: the gold facet's evidence; corpus: the top evidence
 
     @property
     def got_label(self) -> str:
@@ -42,6 +51,8 @@ class Outcome:
         q = self.question
         if q.kind in ("indication", "nonsense_indication"):
             return ", ".join(self.got_drug_ids) or "(no drug)"
+        if q.kind == "patient":
+            return f"{q.gold_facet}: {self.facet_status or '(no facet)'}"
         top = f"{self.got_drug_id}/{self.got_section_key}" if self.got_drug_id else "(no evidence)"
         decision = "/".join(p for p in (self.decision_kind, self.decision_reason) if p)
         return f"{top} [{decision}]" if decision else top
@@ -55,6 +66,11 @@ class Outcome:
             return ", ".join(q.gold_drug_ids)
         if q.kind == "nonsense_indication":
             return "(no drug)"
+        if q.kind == "patient":
+            terms = f" with {' | '.join(q.gold_terms)}" if q.gold_terms else ""
+            return f"{q.gold_facet}: {q.expect_status}{terms}"
+        if q.kind == "corpus":
+            return "answer with " + " | ".join(q.gold_terms)
         return " | ".join(q.expect_decision)
 
 
@@ -104,10 +120,40 @@ def nonsense_rejected(outcome: Outcome) -> bool:
 
 
 def abstention_correct(outcome: Outcome) -> bool:
-    if outcome.error or outcome.decision_kind in USABLE_KINDS:
-        return False
     expected = set(outcome.question.expect_decision)
+    if outcome.error:
+        return bool(outcome.error_code) and outcome.error_code in expected
+    if outcome.decision_kind in USABLE_KINDS:
+        return False
     return bool(expected & {outcome.decision_kind, outcome.decision_reason})
+
+
+def false_answer(outcome: Outcome) -> bool:
+    """A question that must not be answered was answered (an abstain question with a usable decision, a
+    nonsense indication with drugs)."""
+    if outcome.error:
+        return False
+    if outcome.question.kind == "nonsense_indication":
+        return bool(outcome.got_drug_ids)
+    return outcome.question.kind == "abstain" and outcome.decision_kind in USABLE_KINDS
+
+
+def _has_term(texts: Iterable[str], terms: Iterable[str]) -> bool:
+    folded = [fold(t) for t in texts]
+    return any(fold(term) in text for term in terms for text in folded)
+
+
+def patient_correct(outcome: Outcome) -> bool:
+    q = outcome.question
+    if outcome.error or outcome.facet_status != q.expect_status:
+        return False
+    return not q.gold_terms or _has_term(outcome.evidence_texts, q.gold_terms)
+
+
+def corpus_correct(outcome: Outcome) -> bool:
+    if outcome.error or outcome.decision_kind not in USABLE_KINDS:
+        return False
+    return _has_term(outcome.evidence_texts[:1], outcome.question.gold_terms)
 
 
 def is_correct(outcome: Outcome, k: int = INDICATION_K) -> bool:
@@ -118,6 +164,10 @@ def is_correct(outcome: Outcome, k: int = INDICATION_K) -> bool:
         return indication_recall(outcome, k) == 1.0
     if kind == "nonsense_indication":
         return nonsense_rejected(outcome)
+    if kind == "patient":
+        return patient_correct(outcome)
+    if kind == "corpus":
+        return corpus_correct(outcome)
     return abstention_correct(outcome)
 
 
@@ -130,6 +180,9 @@ class EvalReport:
     indication_full: Rate = field(default_factory=Rate)
     nonsense_rejection: Rate = field(default_factory=Rate)
     abstention: Rate = field(default_factory=Rate)
+    false_answers: Rate = field(default_factory=Rate)  # correct = answered although it must not be
+    patient: Rate = field(default_factory=Rate)
+    corpus: Rate = field(default_factory=Rate)
     errors: int = 0
     k: int = INDICATION_K
     misses: list[Outcome] = field(default_factory=list)
@@ -145,6 +198,9 @@ class EvalReport:
             "indication_all_gold_found": self.indication_full.to_dict(),
             "nonsense_rejection": self.nonsense_rejection.to_dict(),
             "abstention_accuracy": self.abstention.to_dict(),
+            "false_answer_rate": self.false_answers.to_dict(),
+            "patient_accuracy": self.patient.to_dict(),
+            "corpus_accuracy": self.corpus.to_dict(),
             "errors": self.errors,
             "latency_ms": {"p50": round(self.p50_ms, 2), "p99": round(self.p99_ms, 2)},
             "misses": [
@@ -172,15 +228,22 @@ def summarize(outcomes: Iterable[Outcome], k: int = INDICATION_K) -> EvalReport:
     millis: list[float] = []
     for outcome in outcomes:
         q = outcome.question
-        report.errors += int(bool(outcome.error))
+        expected_error = bool(outcome.error_code) and outcome.error_code in q.expect_decision
+        report.errors += int(bool(outcome.error) and not expected_error)
         if outcome.millis > 0:
             millis.append(outcome.millis)
         ok = is_correct(outcome, k)
+        for style in q.style:
+            per_style[style].add(ok)
+        if q.kind in ("abstain", "nonsense_indication"):
+            report.false_answers.add(false_answer(outcome))
         if q.kind == "section":
             report.section_hit1.add(ok)
             per_section[q.gold_section_key].add(ok)
-            for style in q.style:
-                per_style[style].add(ok)
+        elif q.kind == "patient":
+            report.patient.add(ok)
+        elif q.kind == "corpus":
+            report.corpus.add(ok)
         elif q.kind == "indication":
             recalls.append(indication_recall(outcome, k))
             report.indication_full.add(ok)

@@ -30,6 +30,9 @@ def summary_table(service: EvalReport, baseline: EvalReport | None = None) -> Ta
         ("indication all gold found", _pct(service.indication_full), "-"),
         ("nonsense rejection", _pct(service.nonsense_rejection), "-"),
         ("abstention accuracy", _pct(service.abstention), "-"),
+        ("false-answer rate (nonsense answered)", _pct(service.false_answers), "-"),
+        ("patient facets right", _pct(service.patient), "-"),
+        ("no-drug questions answered right", _pct(service.corpus), "-"),
         ("RPC errors", str(service.errors), "-"),
         ("latency p50 / p99 (ms)", f"{service.p50_ms:.1f} / {service.p99_ms:.1f}",
          f"{baseline.p50_ms:.1f} / {baseline.p99_ms:.1f}" if baseline else ""),
@@ -41,13 +44,15 @@ def summary_table(service: EvalReport, baseline: EvalReport | None = None) -> Ta
     return table
 
 
-def breakdown_table(title: str, service: dict[str, Rate], baseline: dict[str, Rate] | None = None) -> Table:
+def breakdown_table(
+    title: str, service: dict[str, Rate], baseline: dict[str, Rate] | None = None, measure: str = "hit@1"
+) -> Table:
     table = Table(title=title)
     table.add_column("key")
     table.add_column("n", justify="right")
-    table.add_column("service hit@1", justify="right")
+    table.add_column(f"service {measure}", justify="right")
     if baseline is not None:
-        table.add_column("baseline hit@1", justify="right")
+        table.add_column(f"baseline {measure}", justify="right")
     for key in sorted(service, key=lambda k: (-service[k].total, k)):
         rate = service[key]
         cells = [key, str(rate.total), _pct(rate)]
@@ -74,8 +79,8 @@ def print_report(
     console.print(summary_table(service, baseline))
     console.print(breakdown_table("hit@1 per section key", service.per_section,
                                   baseline.per_section if baseline else None))
-    console.print(breakdown_table("hit@1 per question style", service.per_style,
-                                  baseline.per_style if baseline else None))
+    console.print(breakdown_table("correct per question style (every kind)", service.per_style,
+                                  baseline.per_style if baseline else None, measure="correct"))
     if misses > 0 and service.misses:
         console.print(misses_table(service, misses))
     if misses > 0 and baseline is not None and baseline.misses:

@@ -1,7 +1,8 @@
 """Drive a RUNNING service over gRPC with a question set and collect one Outcome per question.
 
-section / abstain questions -> RetrievalService/Retrieve{query}; indication and nonsense questions ->
-RetrievalService/LookupIndication{indication}. The service is a black box here: nothing in-process.
+section / abstain / corpus questions -> RetrievalService/Retrieve{query}; indication and nonsense questions
+-> RetrievalService/LookupIndication{indication}; patient questions -> RetrievalService/AssessPatient.
+The service is a black box here: nothing in-process.
 """
 
 from __future__ import annotations
@@ -48,6 +49,41 @@ def outcome_from_retrieve(
         decision_reason=reason,
         route=_enum_name(retrieval_pb2.Route, response.route, "ROUTE_"),
         millis=millis,
+        evidence_texts=(top.text,) if top else (),
+    )
+
+
+def patient_request(question: Question) -> retrieval_pb2.AssessPatientRequest:
+    fields = question.patient_fields
+    context = common_pb2.PatientContext(
+        **{k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+    )
+    return retrieval_pb2.AssessPatientRequest(drug_ids=list(question.drug_ids), patient=context)
+
+
+def outcome_from_assessment(
+    question: Question, response: retrieval_pb2.AssessPatientResponse, millis: float = 0.0
+) -> Outcome:
+    kind, reason = decision_names(response.decision)
+    status, texts = "", ()
+    wanted = f"FACET_{question.gold_facet.upper()}"
+    first = question.drug_ids[0]
+    for assessment in response.assessments:
+        if assessment.drug_id != first:
+            continue
+        for facet in assessment.facets:
+            if retrieval_pb2.Facet.Name(facet.facet) == wanted:
+                status = _enum_name(retrieval_pb2.CandidateStatus, facet.status, "CANDIDATE_STATUS_")
+                texts = tuple(e.text for e in facet.evidence)
+    return Outcome(
+        question=question,
+        got_drug_id=first,
+        decision_kind=kind,
+        decision_reason=reason,
+        route="PATIENT",
+        millis=millis,
+        facet_status=status,
+        evidence_texts=texts,
     )
 
 
@@ -80,6 +116,9 @@ async def ask(
                 retrieval_pb2.LookupIndicationRequest(indication=question.indication_text), timeout=timeout_s
             )
             return outcome_from_indication(question, ind, (time.perf_counter() - start) * 1000)
+        if question.kind == "patient":
+            assessed = await stub.AssessPatient(patient_request(question), timeout=timeout_s)
+            return outcome_from_assessment(question, assessed, (time.perf_counter() - start) * 1000)
         ret = await stub.Retrieve(
             retrieval_pb2.RetrieveRequest(query=question.query), timeout=timeout_s
         )
@@ -88,6 +127,7 @@ async def ask(
         return Outcome(
             question=question,
             error=f"{exc.code().name}: {exc.details()}",
+            error_code=exc.code().name,
             millis=(time.perf_counter() - start) * 1000,
         )
 

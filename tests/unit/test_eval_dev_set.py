@@ -1,5 +1,6 @@
-"""The evaluation dev set (eval/dev_questions.jsonl): well-formed, balanced, and (with the real corpus)
-labelled consistently with it and free of copied formulary text."""
+"""The evaluation sets: the dev (tuning) split eval/dev_questions.jsonl and the frozen holdout
+eval/holdout_questions.jsonl: well-formed, balanced, disjoint, and (with the real corpus) labelled
+consistently with it and free of copied formulary text."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rag_server.vocabulary import load_vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
 DEV_SET = REPO / "eval" / "dev_questions.jsonl"
+HOLDOUT = REPO / "eval" / "holdout_questions.jsonl"
 REAL_DRUGS = {
     "alopurinol",
     "amlodipin",
@@ -44,6 +46,33 @@ def dev_set() -> list[Question]:
     return load_questions(DEV_SET, load_vocabulary().keys)
 
 
+@pytest.fixture(scope="module")
+def holdout() -> list[Question]:
+    return load_questions(HOLDOUT, load_vocabulary().keys)
+
+
+@pytest.fixture(scope="module", params=["dev", "holdout"])
+def question_set(
+    request: pytest.FixtureRequest, dev_set: list[Question], holdout: list[Question]
+) -> list[Question]:
+    return dev_set if request.param == "dev" else holdout
+
+
+def test_holdout_covers_the_styles_the_dev_set_lacked(holdout: list[Question]) -> None:
+    styles = Counter(s for q in holdout for s in q.style)
+    for style in ("short_name", "colloquial_cue", "two_cues", "synonym", "generic", "no_drug", "class",
+                  "dose", "variant", "list", "typo"):
+        assert styles[style] >= 3, style
+    kinds = Counter(q.kind for q in holdout)
+    assert kinds["abstain"] >= 60 and kinds["patient"] >= 20 and kinds["corpus"] >= 5
+
+
+def test_holdout_and_dev_set_share_no_question(dev_set: list[Question], holdout: list[Question]) -> None:
+    dev = {_key(q) for q in dev_set}
+    assert [q.id for q in holdout if q.kind != "patient" and _key(q) in dev] == []
+    assert {q.id for q in dev_set} & {q.id for q in holdout} == set()
+
+
 def test_dev_set_is_large_and_covers_every_kind_and_style(dev_set: list[Question]) -> None:
     assert len(dev_set) >= 150
     kinds = Counter(q.kind for q in dev_set)
@@ -69,9 +98,14 @@ def test_dev_set_gold_is_over_the_real_monographs_and_balanced(dev_set: list[Que
     assert min(per_drug.values()) >= 12
 
 
-def test_dev_set_queries_are_distinct(dev_set: list[Question]) -> None:
-    queries = Counter(" ".join(tokens(q.query)) for q in dev_set)
+def test_queries_are_distinct(question_set: list[Question]) -> None:
+    queries = Counter(_key(q) for q in question_set if q.kind != "abstain")
     assert [q for q, n in queries.items() if n > 1] == []
+
+
+def _key(q: Question) -> tuple[str, str]:
+    """What makes a question itself: its words (symbols are words of a nonsense indication)."""
+    return " ".join(tokens(q.query)), q.indication or q.query.strip()
 
 
 # --- against the real corpus (read at run time from ../shared/corpus, never copied) ----------------
@@ -113,11 +147,11 @@ def _sections(markdown: str) -> dict[str, str]:
 
 
 @pytest.mark.corpus
-def test_dev_set_gold_sections_exist_in_the_monographs(dev_set: list[Question], corpus_dir: Path) -> None:
+def test_gold_sections_exist_in_the_monographs(question_set: list[Question], corpus_dir: Path) -> None:
     sections = {drug: _sections(text) for drug, text in _monograph_texts(corpus_dir).items()}
     missing = [
         (q.id, q.gold_drug_id, q.gold_section_key)
-        for q in dev_set
+        for q in question_set
         if q.kind == "section" and q.gold_section_key not in sections[q.gold_drug_id]
     ]
     assert missing == []
@@ -125,12 +159,16 @@ def test_dev_set_gold_sections_exist_in_the_monographs(dev_set: list[Question], 
 
 @pytest.mark.corpus
 def test_indication_gold_is_named_in_each_gold_drugs_chi_dinh(
-    dev_set: list[Question], corpus_dir: Path
+    question_set: list[Question], corpus_dir: Path
 ) -> None:
+    """A literal indication is named in its gold drugs' chi_dinh; a made-up one nowhere. Synonyms
+    ("huyết áp cao" for "tăng huyết áp") and generic words ("người lớn") are exempt by their style."""
     texts = _monograph_texts(corpus_dir)
     chi_dinh = {drug: " ".join(tokens(_sections(t).get("chi_dinh", ""))) for drug, t in texts.items()}
     everything = " ".join(" ".join(tokens(t)) for t in texts.values())
-    for q in dev_set:
+    for q in question_set:
+        if {"synonym", "generic"} & set(q.style):
+            continue
         phrase = " ".join(tokens(q.indication_text))
         if q.kind == "indication":
             for drug in q.gold_drug_ids:
@@ -140,11 +178,11 @@ def test_indication_gold_is_named_in_each_gold_drugs_chi_dinh(
 
 
 @pytest.mark.corpus
-def test_no_question_copies_formulary_text(dev_set: list[Question], corpus_dir: Path) -> None:
+def test_no_question_copies_formulary_text(question_set: list[Question], corpus_dir: Path) -> None:
     """Questions are written in our own words: no run of 8 words taken from the formulary."""
     corpus = " " + " ".join(" ".join(tokens(t)) for t in _monograph_texts(corpus_dir).values()) + " "
     copied = []
-    for q in dev_set:
+    for q in question_set:
         for text in (q.query, q.indication):
             toks = tokens(text)
             copied += [
