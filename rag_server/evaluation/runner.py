@@ -54,10 +54,12 @@ def outcome_from_retrieve(
 
 
 def patient_request(question: Question) -> retrieval_pb2.AssessPatientRequest:
-    fields = question.patient_fields
-    context = common_pb2.PatientContext(
-        **{k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
-    )
+    context = common_pb2.PatientContext()
+    for name, value in question.patient:
+        if isinstance(value, tuple):
+            getattr(context, name).extend(value)
+        else:
+            setattr(context, name, value)
     return retrieval_pb2.AssessPatientRequest(drug_ids=list(question.drug_ids), patient=context)
 
 
@@ -65,7 +67,8 @@ def outcome_from_assessment(
     question: Question, response: retrieval_pb2.AssessPatientResponse, millis: float = 0.0
 ) -> Outcome:
     kind, reason = decision_names(response.decision)
-    status, texts = "", ()
+    status = ""
+    texts: tuple[str, ...] = ()
     wanted = f"FACET_{question.gold_facet.upper()}"
     first = question.drug_ids[0]
     for assessment in response.assessments:
