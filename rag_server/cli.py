@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
+import threading
 from pathlib import Path
 
 from rag_server.config import Settings
@@ -24,11 +26,30 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from rag_server.server import serve
+    from rag_server.store.common import StoreError
+    from rag_server.store.startup import StartupError
 
     settings = _settings(args)
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except (StoreError, StartupError) as exc:
+        print(f"rag-server: cannot start: {exc}", file=sys.stderr)
+        return 2
+    _exit_if_work_is_stuck()
     return 0
+
+
+def _exit_if_work_is_stuck() -> None:
+    """A worker thread still busy after the grace period (a provider call that never returns) must not
+    keep the process alive: leave at once, as the README promises."""
+    stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
+    if stuck:
+        logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

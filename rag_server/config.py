@@ -73,14 +73,9 @@ class Settings(BaseSettings):
                                          "the reranker circuit breaker.")
     rerank_breaker_cooldown_s: float = Field(30.0, ge=0, description="Seconds before a half-open retry.")
 
-    # --- evidence policy (seed 000 defaults) ---
-    evidence_minimum_score: float = Field(0.12, ge=0, le=1, description="Minimum dense score (dense routes).")
-    indication_minimum_score: float = Field(
-        0.895, ge=0, le=1, description="Minimum dense score for the indication fallback (e5 cosine of "
-        "'điều trị <indication>' vs chi_dinh chunks; tuned in benchmarks/indication_threshold.py)."
-    )
-    candidate_limit: int = Field(5, ge=1, le=100, description="Dense candidates of retrieve().")
-    evidence_limit: int = Field(3, ge=1, le=100, description="Default hydrate limit (not the section route).")
+    # --- evidence policy (seed 000 defaults). Searched evidence must also contain a term of the question
+    # (retrieval/decide.py); the indication dense floor is calibrated per corpus and embedder at ingest.
+    candidate_limit: int = Field(5, ge=1, le=100, description="Hybrid candidates of a corpus search.")
     rerank_top_k: int = Field(6, ge=1, le=100, description="Evidence kept after rerank (free-form).")
     max_context_tokens: int = Field(6000, ge=100, le=200000, description="Token budget of packed evidence.")
     indication_candidate_limit: int = Field(

@@ -25,6 +25,29 @@ class ScoreKind(str, Enum):  # noqa: UP042
     RERANK = "rerank"
 
 
+class MatchKind(str, Enum):  # noqa: UP042 (mirrors rag.v1.MatchKind)
+    """How a name or a fact was matched."""
+
+    EXACT = "exact"
+    VARIANT = "variant"  # a spelling variant of a drug name
+    TYPO = "typo"  # a bounded typo
+    PREFIX = "prefix"  # the first letters of an INN or brand
+    CLASS = "class"  # the text names a class the medicine belongs to
+    SYNONYM = "synonym"  # a clinical-vocabulary synonym of a condition
+
+
+@dataclass(frozen=True)
+class FactMatch:
+    """Why a chunk was picked for a patient fact: the fact, the name read from it, the words found."""
+
+    fact: str
+    name: str
+    matched: str
+    kind: MatchKind
+    chunk_id: str
+    detail: str = ""
+
+
 @dataclass(frozen=True)
 class SourceRef:
     document_id: str
@@ -127,6 +150,9 @@ class Manifest:
     generation: str
     document_id: str
     schema_version: str = SCHEMA_VERSION
+    # The dense floor of the indication fallback, calibrated at ingest for this corpus and embedder
+    # (ingest/calibrate.py); 0.0 = not calibrated: no dense fallback.
+    indication_dense_floor: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -1,6 +1,13 @@
 """One grpc.aio server hosting the four rag.v1 services, health (a status per service) and reflection.
 
-SIGTERM/SIGINT: health goes NOT_SERVING, new calls are refused, in-flight calls get the grace period.
+Graceful stop (SIGTERM/SIGINT, or RunningServer.stop):
+1. health turns NOT_SERVING for every service (Check answers it, Watch streams receive it and end);
+2. for a short acceptance window (min(1 s, grace / 4)) everything already on its way is still served, so
+   calls the server accepted just before the signal are never cut;
+3. then new calls (health excepted) are refused with UNAVAILABLE while the accepted ones run to completion;
+4. when none is left in flight, or the grace period (RAG_GRACE_PERIOD_S) is over, the server stops; a call
+   still running then is cancelled, and its work stops at its next stage.
+The process exits by the end of the grace period even when a worker thread is stuck (cli.py).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from grpc_reflection.v1alpha import reflection
 from rag_server.api.answer import AnswerServicer
 from rag_server.api.health import HealthServicer
 from rag_server.api.ingestion import IngestionServicer
-from rag_server.api.interceptors import CorrelationIdInterceptor
+from rag_server.api.interceptors import CallInterceptor, Lifecycle
 from rag_server.api.retrieval import RetrievalServicer
 from rag_server.api.understanding import UnderstandingServicer
 from rag_server.app import App
@@ -46,17 +53,29 @@ SERVICE_NAMES = (
 )
 
 
+ACCEPT_WINDOW_S = 1.0
+
+
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
     health: HealthServicer
     app: App
     port: int
+    lifecycle: Lifecycle
 
     async def stop(self, grace: float | None = None) -> None:
-        """Health NOT_SERVING first, then let in-flight calls finish within the grace period."""
+        """Health NOT_SERVING first, then let accepted calls finish within the grace period."""
+        grace = self.app.settings.grace_period_s if grace is None else grace
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + grace
         await self.health.enter_graceful_shutdown()
-        await self.server.stop(self.app.settings.grace_period_s if grace is None else grace)
+        await asyncio.sleep(min(ACCEPT_WINDOW_S, grace / 4))
+        self.lifecycle.drain()
+        idle = await self.lifecycle.wait_idle(max(0.0, ends - loop.time()))
+        if not idle:
+            log.warning("grace period over, %d call(s) in flight: cancelling", self.lifecycle.in_flight)
+        await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)
         await self.app.close()
 
 
@@ -64,8 +83,9 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     app = app or App(settings)
     await app.start()
     max_bytes = settings.max_message_mb * 1024 * 1024
+    lifecycle = Lifecycle()
     server = grpc.aio.server(
-        interceptors=[CorrelationIdInterceptor()],
+        interceptors=[CallInterceptor(lifecycle)],
         options=[
             ("grpc.max_receive_message_length", max_bytes),
             ("grpc.max_send_message_length", max_bytes),
@@ -92,7 +112,7 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
         await health.set(name, serving)
     await health.set("", serving)
     log.info("rag-server listening on %s:%d", settings.host, port)
-    return RunningServer(server=server, health=health, app=app, port=port)
+    return RunningServer(server=server, health=health, app=app, port=port, lifecycle=lifecycle)
 
 
 async def serve(settings: Settings) -> None:

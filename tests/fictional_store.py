@@ -7,15 +7,18 @@ from pathlib import Path
 
 from fictional_formulary import DOCUMENT_ID, build_chunks
 
+from ingest.calibrate import indication_dense_floor
 from ingest.load import load_generation, make_manifest, sparse_vectors
 from rag_server.domain import Chunk
 from rag_server.providers.base import Embedder
 from rag_server.store.base import Store
+from rag_server.vocabulary.clinical import load_clinical
 
 
 def load_fictional(store: Store, embedder: Embedder, chunks: list[Chunk] | None = None) -> list[Chunk]:
     chunks = chunks if chunks is not None else build_chunks()
     dense = embedder.embed([c.text for c in chunks], "document")
+    floor = indication_dense_floor(chunks, dense, embedder, load_clinical().calibration)
     load_generation(
         store,
         chunks,
@@ -31,6 +34,7 @@ def load_fictional(store: Store, embedder: Embedder, chunks: list[Chunk] | None 
             document_id=DOCUMENT_ID,
             monograph_count=len({c.drug_id for c in chunks}),
             section_count=len({(c.drug_id, c.section_key) for c in chunks}),
+            indication_dense_floor=floor,
         ),
     )
     return chunks

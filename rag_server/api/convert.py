@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rag_server.domain import ChunkKind, Hit, ScoreKind
+from rag_server.domain import ChunkKind, FactMatch, Hit, MatchKind, ScoreKind
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.retrieval.results import (
@@ -16,7 +16,7 @@ from rag_server.retrieval.results import (
     Route,
 )
 from rag_server.retrieval.timing import Timings
-from rag_server.understanding.catalog import DrugInfo
+from rag_server.understanding.catalog import DrugInfo, MatchStage, Mention
 from rag_server.understanding.frame import QueryFrame, TurnType
 from rag_server.understanding.patient import PatientFacts
 
@@ -28,6 +28,7 @@ _SCORE_KIND = {
     ScoreKind.RERANK: pb.SCORE_KIND_RERANK,
 }
 _CHUNK_KIND = {ChunkKind.PROSE: pb.CHUNK_KIND_PROSE, ChunkKind.BLOCK: pb.CHUNK_KIND_BLOCK}
+MATCH_KIND = {k: pb.MatchKind.Value(f"MATCH_KIND_{k.name}") for k in MatchKind}
 _TURN = {t: pb.TurnType.Value(f"TURN_TYPE_{t.name}") for t in TurnType}
 _TURN_BACK = {v: k for k, v in _TURN.items()}
 _ROUTE = {r: rpb.Route.Value(f"ROUTE_{r.name}") for r in Route}
@@ -55,6 +56,13 @@ def evidence(hit: Hit) -> pb.Evidence:
         ],
         requires_visual_check=c.requires_visual_check,
         chunk_kind=_CHUNK_KIND[c.chunk_kind],
+    )
+
+
+def fact_match(m: FactMatch) -> rpb.FacetMatch:
+    return rpb.FacetMatch(
+        fact=m.fact, name=m.name, matched=m.matched, match_kind=MATCH_KIND[m.kind], chunk_id=m.chunk_id,
+        detail=m.detail,
     )
 
 
@@ -92,6 +100,19 @@ def patient_from_proto(msg: pb.PatientContext) -> PatientFacts:
     )
 
 
+_STAGE_KIND = {
+    MatchStage.EXACT: pb.MATCH_KIND_EXACT,
+    MatchStage.FUZZY: pb.MATCH_KIND_TYPO,
+    MatchStage.PREFIX: pb.MATCH_KIND_PREFIX,
+}
+
+
+def drug_mention(m: Mention) -> pb.DrugMention:
+    return pb.DrugMention(
+        text=m.text, drug_ids=list(m.drug_ids), match_kind=_STAGE_KIND[m.stage], distance=m.distance
+    )
+
+
 def frame(f: QueryFrame) -> pb.QueryFrame:
     return pb.QueryFrame(
         turn_type=_TURN[f.turn_type],
@@ -101,6 +122,7 @@ def frame(f: QueryFrame) -> pb.QueryFrame:
         patient=patient(f.patient),
         missing_fields=f.missing_fields,
         query=f.query,
+        drug_mentions=[drug_mention(m) for m in f.drug_mentions],
     )
 
 
@@ -171,6 +193,7 @@ def assessment_response(result: AssessmentResult) -> rpb.AssessPatientResponse:
                         status=_STATUS[f.status],
                         evidence=evidence_list(f.evidence),
                         query=f.query,
+                        matches=[fact_match(m) for m in f.matches],
                     )
                     for f in c.facets
                 ],

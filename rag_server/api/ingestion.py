@@ -25,6 +25,7 @@ from typing import Any
 import grpc
 from google.protobuf import timestamp_pb2
 
+from rag_server.api import limits as L
 from rag_server.api.errors import RequestError, failed_precondition, invalid_argument, not_found
 from rag_server.api.validation import Violations
 from rag_server.app import App
@@ -76,29 +77,52 @@ def allowed_roots(settings: Settings) -> list[Path]:
     return [root.resolve() for root in (*settings.ingest_roots, settings.uploads_dir)]
 
 
+NO_ROOTS = (
+    "no ingest root is configured: start the server with RAG_INGEST_ROOTS=/folder/with/pdfs (comma-"
+    "separated folders), or upload the PDF with UploadDocument and ingest its document_id"
+)
+
+
 def resolve_ingest_path(raw: str, settings: Settings) -> Path:
-    """The PDF `raw` names (a path or an uploaded document_id), only if it resolves inside an allowed root."""
+    """The PDF `raw` names (a path or an uploaded document_id), only if it resolves inside an allowed root.
+
+    Bad input is INVALID_ARGUMENT (empty, too long, a NUL or other control character); a path that exists
+    but resolves (symlinks followed) outside every root is PERMISSION_DENIED; one that does not exist is
+    NOT_FOUND; with no root configured, a path (not a document_id) is FAILED_PRECONDITION saying how to
+    configure one. Messages quote the caller's path cut short, never a server path."""
+    v = Violations()
+    v.check_text("path", raw, L.PATH_CHARS)
+    v.raise_if_any()
     roots = allowed_roots(settings)
     if DOCUMENT_ID.fullmatch(raw):
         candidates = [settings.uploads_dir / f"{raw}.pdf"]
-    elif Path(raw).is_absolute():
-        candidates = [Path(raw)]
     else:
-        candidates = [root / raw for root in roots]
-    inside = [c.resolve() for c in candidates if _is_inside(c.resolve(), roots)]
-    if not inside:
-        raise invalid_argument(
-            "path is outside the configured ingest roots",
-            (
-                "path",
-                "must resolve (symlinks followed) inside RAG_INGEST_ROOTS or the uploads dir, "
-                "or be a document_id returned by UploadDocument",
-            ),
-        )
+        if not settings.ingest_roots:
+            raise failed_precondition(NO_ROOTS, "RAG_INGEST_ROOTS", kind="CONFIGURATION")
+        candidates = [Path(raw)] if Path(raw).is_absolute() else [root / raw for root in roots]
+    try:
+        resolved = [(c, c.resolve()) for c in candidates]
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, an unreadable component
+        raise invalid_argument("path cannot be resolved", ("path", type(exc).__name__)) from exc
+    inside = [r for _, r in resolved if _is_inside(r, roots)]
     for path in inside:
         if path.is_file():
             return path
-    raise not_found(f"no such document: {raw}", ("path", "no file at this path inside the allowed roots"))
+    escaping = [c for c, r in resolved if not _is_inside(r, roots) and (c.is_symlink() or r.exists())]
+    if escaping and not inside:
+        raise RequestError(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"'{L.echo(raw)}' resolves outside the ingest roots (a symlink or '..' leading out); "
+            "only files inside RAG_INGEST_ROOTS or the uploads are read",
+        )
+    if not inside and Path(raw).is_absolute():
+        raise RequestError(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"'{L.echo(raw)}' is not inside RAG_INGEST_ROOTS or the uploads",
+        )
+    raise not_found(
+        f"no such document: '{L.echo(raw)}'", ("path", "no file at this path inside the ingest roots")
+    )
 
 
 def _is_inside(path: Path, roots: list[Path]) -> bool:
@@ -283,8 +307,9 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
             os.replace(tmp, final)
         finally:
             tmp.unlink(missing_ok=True)
+        # The reply names the document, never a server path: Ingest takes the document_id as its path.
         return ingestion_pb2.UploadDocumentResponse(
-            document_id=document_id, path=str(final.resolve()), size_bytes=size, sha256=sha
+            document_id=document_id, path=document_id, size_bytes=size, sha256=sha
         )
 
     async def GetCorpus(
@@ -306,8 +331,9 @@ def _too_large(max_mb: int) -> RequestError:
 
 
 def _check_metadata(metadata: ingestion_pb2.UploadMetadata, limit: int, max_mb: int) -> None:
-    if not metadata.filename.strip():
-        raise invalid_argument("filename is required", ("metadata.filename", "must not be empty"))
+    v = Violations()
+    v.check_text("metadata.filename", metadata.filename, L.FILENAME_CHARS)
+    v.raise_if_any("invalid upload metadata")
     if metadata.size_bytes < 0:
         raise invalid_argument("negative size", ("metadata.size_bytes", "must be >= 0"))
     if metadata.size_bytes > limit:
@@ -332,4 +358,5 @@ def _summary(outcome: Any) -> ingestion_pb2.IngestSummary:
         section_count=outcome.section_count,
         chunk_count=outcome.chunk_count,
         block_count=outcome.block_count,
+        inferred_folios=getattr(outcome, "inferred_folios", 0),
     )

@@ -1,8 +1,15 @@
-"""Server interceptors: x-correlation-id (validated, regenerated when malformed, echoed back), and
-RequestError -> gRPC status with google.rpc details, for every method."""
+"""The one server interceptor, around every method:
+
+* x-correlation-id: validated, regenerated when malformed, echoed back as a response header;
+* RequestError -> gRPC status with google.rpc details; WorkCancelled (deadline passed between stages)
+  -> DEADLINE_EXCEEDED;
+* the call lifecycle (`Lifecycle`): in-flight calls are counted, and once the server drains (SIGTERM) new
+  calls are refused with UNAVAILABLE while health keeps answering (NOT_SERVING) and accepted calls finish.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 import logging
@@ -14,9 +21,12 @@ from typing import Any
 import grpc
 
 from rag_server.api.errors import RequestError
+from rag_server.retrieval.timing import WorkCancelled
 
 CORRELATION_HEADER = "x-correlation-id"
 CORRELATION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+SHUTTING_DOWN = "the server is shutting down; retry elsewhere"
 
 correlation_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="")
 log = logging.getLogger("rag_server.api")
@@ -36,8 +46,53 @@ def current_correlation_id() -> str:
     return correlation_id_var.get()
 
 
-class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Puts a valid correlation id in a context variable and in the response headers."""
+class Lifecycle:
+    """Counts in-flight calls; `drain()` makes new calls (health excepted) fail with UNAVAILABLE."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.draining = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight <= 0:
+            self.in_flight = 0
+            self._idle.set()
+
+    def drain(self) -> None:
+        self.draining = True
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """True when no call is in flight within `timeout` seconds."""
+        if self._idle.is_set():
+            return True
+        if timeout <= 0:
+            return False
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+def _status_for(exc: BaseException) -> RequestError | None:
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, WorkCancelled):
+        code = grpc.StatusCode.DEADLINE_EXCEEDED if exc.expired else grpc.StatusCode.CANCELLED
+        return RequestError(code, str(exc))
+    return None
+
+
+class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    def __init__(self, lifecycle: Lifecycle | None = None) -> None:
+        self.lifecycle = lifecycle or Lifecycle()
 
     async def intercept_service(
         self,
@@ -49,22 +104,35 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             return handler
         cid, kept = resolve_correlation_id(handler_call_details.invocation_metadata)
         method = handler_call_details.method
+        lifecycle = self.lifecycle
+        exempt = method.startswith(HEALTH_PREFIX)
 
         async def _start(context: grpc.aio.ServicerContext[Any, Any]) -> None:
             correlation_id_var.set(cid)
             if not kept:
                 log.debug("correlation id regenerated for %s", method)
+            if lifecycle.draining and not exempt:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
             await context.send_initial_metadata(((CORRELATION_HEADER, cid),))
+
+        async def _fail(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
+            error = _status_for(exc)
+            if error is None:
+                raise exc
+            await context.abort_with_status(error.to_status())
 
         if handler.unary_unary:
             inner_uu = handler.unary_unary
 
             async def unary_unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-                await _start(context)
+                lifecycle.enter()
                 try:
+                    await _start(context)
                     return await inner_uu(request, context)
-                except RequestError as err:
-                    await context.abort_with_status(err.to_status())
+                except (RequestError, WorkCancelled) as err:
+                    await _fail(context, err)
+                finally:
+                    lifecycle.leave()
 
             return grpc.unary_unary_rpc_method_handler(
                 unary_unary, handler.request_deserializer, handler.response_serializer
@@ -73,11 +141,14 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             inner_uw = handler.unary_stream  # writes with context.write() (e.g. grpc.health.v1 Watch)
 
             async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-                await _start(context)
+                lifecycle.enter()
                 try:
+                    await _start(context)
                     await inner_uw(request, context)
-                except RequestError as err:
-                    await context.abort_with_status(err.to_status())
+                except (RequestError, WorkCancelled) as err:
+                    await _fail(context, err)
+                finally:
+                    lifecycle.leave()
 
             return grpc.unary_stream_rpc_method_handler(
                 unary_stream_writer, handler.request_deserializer, handler.response_serializer
@@ -88,12 +159,15 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             async def unary_stream(
                 request: Any, context: grpc.aio.ServicerContext[Any, Any]
             ) -> AsyncIterator[Any]:
-                await _start(context)
+                lifecycle.enter()
                 try:
+                    await _start(context)
                     async for item in inner_us(request, context):
                         yield item
-                except RequestError as err:
-                    await context.abort_with_status(err.to_status())
+                except (RequestError, WorkCancelled) as err:
+                    await _fail(context, err)
+                finally:
+                    lifecycle.leave()
 
             return grpc.unary_stream_rpc_method_handler(
                 unary_stream, handler.request_deserializer, handler.response_serializer
@@ -102,11 +176,14 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             inner_su = handler.stream_unary
 
             async def stream_unary(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-                await _start(context)
+                lifecycle.enter()
                 try:
+                    await _start(context)
                     return await inner_su(requests, context)
-                except RequestError as err:
-                    await context.abort_with_status(err.to_status())
+                except (RequestError, WorkCancelled) as err:
+                    await _fail(context, err)
+                finally:
+                    lifecycle.leave()
 
             return grpc.stream_unary_rpc_method_handler(
                 stream_unary, handler.request_deserializer, handler.response_serializer
@@ -117,11 +194,14 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             async def stream_stream_writer(
                 requests: Any, context: grpc.aio.ServicerContext[Any, Any]
             ) -> None:
-                await _start(context)
+                lifecycle.enter()
                 try:
+                    await _start(context)
                     await inner_sw(requests, context)
-                except RequestError as err:
-                    await context.abort_with_status(err.to_status())
+                except (RequestError, WorkCancelled) as err:
+                    await _fail(context, err)
+                finally:
+                    lifecycle.leave()
 
             return grpc.stream_stream_rpc_method_handler(
                 stream_stream_writer, handler.request_deserializer, handler.response_serializer
@@ -132,14 +212,18 @@ class CorrelationIdInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc
             async def stream_stream(
                 requests: Any, context: grpc.aio.ServicerContext[Any, Any]
             ) -> AsyncIterator[Any]:
-                await _start(context)
+                lifecycle.enter()
                 try:
+                    await _start(context)
                     async for item in inner_ss(requests, context):
                         yield item
-                except RequestError as err:
-                    await context.abort_with_status(err.to_status())
+                except (RequestError, WorkCancelled) as err:
+                    await _fail(context, err)
+                finally:
+                    lifecycle.leave()
 
             return grpc.stream_stream_rpc_method_handler(
                 stream_stream, handler.request_deserializer, handler.response_serializer
             )
         return handler
+

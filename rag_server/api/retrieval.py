@@ -1,16 +1,16 @@
-"""RetrievalService: which evidence may be used. Blocking store work runs in asyncio.to_thread.
+"""RetrievalService: which evidence may be used. Blocking store work runs on the worker pool with the
+call's budget (api/work.py): a cancelled call or an expired deadline stops it between stages.
 
 Unknown drug ids and an unloaded corpus are normal responses with a decision (DRUG_NOT_FOUND,
-CORPUS_NOT_LOADED); malformed input is INVALID_ARGUMENT with BadRequest details; ListDrugs, which has no
-decision field, answers FAILED_PRECONDITION while no corpus is served.
+CORPUS_NOT_LOADED); malformed input is INVALID_ARGUMENT with BadRequest details naming each field and its
+limit (api/limits.py); ListDrugs, which has no decision field, answers FAILED_PRECONDITION while no corpus
+is served.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,34 +18,58 @@ from typing import Any
 import grpc
 
 from rag_server.api import convert
-from rag_server.api.errors import failed_precondition
+from rag_server.api import limits as L
+from rag_server.api.errors import failed_precondition, invalid_argument
 from rag_server.api.interceptors import current_correlation_id
 from rag_server.api.validation import Violations
+from rag_server.api.work import run_blocking
 from rag_server.app import App
+from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.persistence.traces import RetrievalTrace
 from rag_server.retrieval.service import retriever_for
-from rag_server.text import bm25
 
 log = logging.getLogger("rag_server.api.retrieval")
+
+# What a caller's frame must carry for its turn type.
+_FRAME_NEEDS = {
+    pb.TURN_TYPE_SECTION_QUESTION: ("section_key", "drug_ids"),
+    pb.TURN_TYPE_DRUG_OVERVIEW: ("drug_ids",),
+    pb.TURN_TYPE_PATIENT_ASSESSMENT: ("drug_ids", "patient"),
+    pb.TURN_TYPE_INDICATION_LOOKUP: ("indication",),
+}
+
+
+def check_frame(v: Violations, f: pb.QueryFrame, query: str, app: App) -> None:
+    """A caller's frame: known enum value, bounded fields, and what its turn type needs."""
+    if f.turn_type not in pb.TurnType.values():
+        v.add("frame.turn_type", f"unknown TurnType value {int(f.turn_type)}")
+        return
+    v.check_query("frame.query", f.query, required=False)
+    v.check_section_key("frame.section_key", f.section_key, app.vocabulary)
+    v.check_indication("frame.indication", f.indication, required=False)
+    v.check_drug_ids("frame.drug_ids", list(f.drug_ids), L.FRAME_DRUG_IDS)
+    v.check_patient("frame.patient", f.patient)
+    fields = list(f.missing_fields)
+    if len(fields) > L.MISSING_FIELDS or any(len(m) > L.MISSING_FIELD_CHARS for m in fields):
+        v.add("frame.missing_fields", f"at most {L.MISSING_FIELDS} items of {L.MISSING_FIELD_CHARS} chars")
+    facts = convert.patient_from_proto(f.patient)
+    for need in _FRAME_NEEDS.get(f.turn_type, ()):
+        missing = (
+            (need == "section_key" and not f.section_key)
+            or (need == "drug_ids" and not f.drug_ids)
+            or (need == "indication" and not f.indication.strip())
+            or (need == "patient" and facts.empty)
+        )
+        if missing:
+            v.add(f"frame.{need}", f"a {pb.TurnType.Name(f.turn_type)} frame needs {need}")
+    if not (f.query.strip() or query.strip() or f.drug_ids or f.indication.strip()):
+        v.add("frame", "a frame needs a query, drug_ids or an indication")
 
 
 class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     def __init__(self, app: App) -> None:
         self.app = app
-        # Build the drug catalog of the served generation now rather than on the first request.
-        threading.Thread(target=self._warm, name="catalog-warmup", daemon=True).start()
-
-    def _warm(self) -> None:
-        """Load what the first requests would otherwise pay for: the catalog, the word segmenter
-        and the embedding model (a cold free-form request once tripped the reranker timeout)."""
-        try:
-            retriever_for(self.app).catalog()
-            bm25.query_vector("khởi động tách từ")
-            if self.app.embedder is not None:
-                self.app.embedder.embed(["khởi động mô hình"], "query")
-        except Exception:  # a failing store shows up on the first real request instead
-            log.exception("retrieval warm-up failed")
 
     def _trace(
         self, build: Callable[[Any, Any, str], RetrievalTrace], request: Any, reply: Any, started: float
@@ -66,25 +90,34 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     ) -> retrieval_pb2.RetrieveResponse:
         started = time.perf_counter()
         v = Violations()
-        if not (request.query.strip() or request.drug_id or request.HasField("frame")):
+        has_frame = request.HasField("frame")
+        if not (request.query.strip() or request.drug_id or has_frame):
             v.add("query", "give a query, a drug_id (with or without section_key) or a frame")
         v.check_query("query", request.query, required=False)
         v.check_drug_id("drug_id", request.drug_id)
         v.check_section_key("section_key", request.section_key, self.app.vocabulary)
-        if request.HasField("frame"):
-            f = request.frame
-            v.check_query("frame.query", f.query, required=False)
-            v.check_section_key("frame.section_key", f.section_key, self.app.vocabulary)
-            v.check_query("frame.indication", f.indication, required=False)
-            for i, drug_id in enumerate(f.drug_ids):
-                v.check_drug_id(f"frame.drug_ids[{i}]", drug_id)
-            if not (f.query.strip() or request.query.strip() or f.drug_ids or f.indication.strip()):
-                v.add("frame", "a frame needs a query, drug_ids or an indication")
+        if request.section_key and not request.drug_id and not request.query.strip():
+            v.add("section_key", "a section_key needs a drug_id or a query naming the drug")
+        if has_frame:
+            if request.drug_id or request.section_key:
+                v.add("frame", "give either drug_id/section_key or a frame, not both")
+            check_frame(v, request.frame, request.query, self.app)
         v.raise_if_any()
         retriever = retriever_for(self.app)
-        frame = convert.frame_from_proto(request.frame, request.query) if request.HasField("frame") else None
-        result = await asyncio.to_thread(
-            retriever.retrieve, request.query, request.drug_id, request.section_key, frame
+        if request.drug_id and request.query.strip():
+            others = await run_blocking(
+                context, self.app.executor, retriever.conflicting_drugs, request.query, request.drug_id
+            )
+            if others:
+                raise invalid_argument(
+                    "the query names another drug than drug_id",
+                    ("query", f"names {L.echo(', '.join(others))}, but drug_id is '{request.drug_id}'; "
+                              "send one drug, or drop drug_id to let the query decide"),
+                )
+        frame = convert.frame_from_proto(request.frame, request.query) if has_frame else None
+        result = await run_blocking(
+            context, self.app.executor, retriever.retrieve, request.query, request.drug_id,
+            request.section_key, frame,
         )
         reply = convert.retrieve_response(result)
         self._trace(RetrievalTrace.from_retrieve, request, reply, started)
@@ -95,10 +128,12 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     ) -> retrieval_pb2.LookupIndicationResponse:
         started = time.perf_counter()
         v = Violations()
-        v.check_query("indication", request.indication)
+        v.check_indication("indication", request.indication)
         v.raise_if_any()
         retriever = retriever_for(self.app)
-        result = await asyncio.to_thread(retriever.lookup_indication, request.indication.strip())
+        result = await run_blocking(
+            context, self.app.executor, retriever.lookup_indication, request.indication.strip()
+        )
         reply = convert.indication_response(result)
         self._trace(RetrievalTrace.from_lookup_indication, request, reply, started)
         return reply
@@ -111,23 +146,16 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         limit = self.app.settings.patient_candidate_limit
         if not request.drug_ids:
             v.add("drug_ids", "name at least one already-indicated drug")
-        elif len(request.drug_ids) > limit:
-            v.add(
-                "drug_ids",
-                f"at most {limit} drugs per call (RAG_PATIENT_CANDIDATE_LIMIT); got {len(request.drug_ids)}",
-            )
-        for i, drug_id in enumerate(request.drug_ids):
-            v.check_drug_id(f"drug_ids[{i}]", drug_id)
-        if len(set(request.drug_ids)) != len(request.drug_ids):
-            v.add("drug_ids", "must not repeat a drug")
+        v.check_drug_ids("drug_ids", list(request.drug_ids), limit)
+        v.check_patient("patient", request.patient)
         facts = convert.patient_from_proto(request.patient)
         if facts.empty:
             v.add("patient", "state at least one patient fact (medications, conditions, age, pregnancy, ...)")
-        if request.patient.age_years < 0 or request.patient.age_years > 130:
-            v.add("patient.age_years", "must be between 0 (not stated) and 130")
         v.raise_if_any()
         retriever = retriever_for(self.app)
-        result = await asyncio.to_thread(retriever.assess_patient, list(request.drug_ids), facts)
+        result = await run_blocking(
+            context, self.app.executor, retriever.assess_patient, list(request.drug_ids), facts
+        )
         reply = convert.assessment_response(result)
         self._trace(RetrievalTrace.from_assess_patient, request, reply, started)
         return reply
@@ -136,7 +164,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.ListDrugsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.ListDrugsResponse:
         retriever = retriever_for(self.app)
-        drugs = await asyncio.to_thread(retriever.list_drugs)
+        drugs = await run_blocking(context, self.app.executor, retriever.list_drugs)
         if drugs is None:
             raise failed_precondition("no corpus is loaded yet; ingest a formulary PDF first", "corpus")
         return convert.drug_list(drugs)

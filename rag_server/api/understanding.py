@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import grpc
 
 from rag_server.api import convert
 from rag_server.api.validation import Violations
+from rag_server.api.work import run_blocking
 from rag_server.app import App
 from rag_server.decision import R, make_decision
 from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
-from rag_server.retrieval.service import retriever_for
+from rag_server.retrieval.service import Retriever, retriever_for
 from rag_server.retrieval.timing import Timings
+from rag_server.understanding.frame import Understanding
+
+
+def _understand(retriever: Retriever, query: str, timings: Timings) -> tuple[Understanding, bool]:
+    return retriever.understand(query, timings), retriever.loaded()
 
 
 class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer):
@@ -29,13 +34,15 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
         v.raise_if_any()
         retriever = retriever_for(self.app)
         timings = Timings()
-        understanding = await asyncio.to_thread(retriever.understand, request.query, timings)
+        understanding, loaded = await run_blocking(
+            context, self.app.executor, _understand, retriever, request.query, timings
+        )
         response = understanding_pb2.UnderstandResponse(
             frame=convert.frame(understanding.frame), timings=convert.timings(timings)
         )
         if understanding.reason:
             response.decision.CopyFrom(make_decision(understanding.reason, detail=understanding.detail))
-        elif not await asyncio.to_thread(retriever.loaded):
+        elif not loaded:
             # Without a corpus no drug name can be resolved: say so rather than a misleading frame.
             response.decision.CopyFrom(make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED))
         return response

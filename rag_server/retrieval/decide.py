@@ -1,6 +1,12 @@
 """decide(): the one evidence gate used by every route and by any caller pooling evidence.
 
-no evidence -> ABSTAIN parent_hydration_failed; any item without a source ref (or a ref without a
+Minimum evidence per score kind (`EvidenceRule`, applied first by `decide_with`): an EXACT item (the
+section route, 1.0 by construction) always counts; an item found by search (LEXICAL, FUSED, RERANK,
+DENSE) counts only when its text contains one of the question's terms (the medical terms of a question
+naming no drug; the content words of a free-form question about a drug), and a DENSE one only at or above
+the rule's floor. Scores of different kinds are never compared with each other. When search found items
+but none counts -> ABSTAIN insufficient_retrieval_score.
+Then: no evidence -> ABSTAIN parent_hydration_failed; any item without a source ref (or a ref without a
 printed page) -> ABSTAIN missing_provenance; any item needing a visual check -> VERIFY_PDF with its
 pages; else ANSWERABLE grounded_evidence_available.
 """
@@ -8,11 +14,12 @@ pages; else ANSWERABLE grounded_evidence_available.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_server.decision import R, make_decision
-from rag_server.domain import Chunk, Hit, SourceRef
+from rag_server.domain import Chunk, Hit, ScoreKind, SourceRef
 from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.text.match import Phrases, find_any, tokenize
 
 EvidenceItem = Hit | Chunk | pb.Evidence
 
@@ -39,6 +46,36 @@ def _view(item: EvidenceItem) -> _Item:
         tuple((r.document_id, r.physical_page, r.printed_page) for r in item.source_refs),
         item.requires_visual_check,
     )
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    """What a searched (not EXACT) item must have to count as evidence."""
+
+    terms: Phrases = field(default_factory=Phrases)  # the item's text contains one (empty: no term rule)
+    dense_floor: float = 0.0  # a DENSE item scores at least this
+    loose: bool = False  # the question was typed without diacritics: terms match by their folding alone
+
+    def admits(self, hit: Hit) -> bool:
+        if hit.score_kind is ScoreKind.EXACT:
+            return True
+        if hit.score_kind is ScoreKind.DENSE and hit.score < self.dense_floor:
+            return False
+        if not self.terms:
+            return True
+        toks = tokenize(hit.chunk.text)
+        if not self.loose:
+            return bool(find_any(toks, self.terms))
+        text = " " + " ".join(t.folded for t in toks if not t.is_punct) + " "
+        return any(f" {' '.join(p.folded)} " in text for p in self.terms)
+
+
+def decide_with(evidence: Sequence[Hit], rule: EvidenceRule) -> tuple[list[Hit], pb.Decision]:
+    """(the items the rule admits, the decision on them)."""
+    kept = [h for h in evidence if rule.admits(h)]
+    if evidence and not kept:
+        return [], make_decision(R.DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE)
+    return kept, decide(kept)
 
 
 def decide(evidence: Iterable[EvidenceItem]) -> pb.Decision:

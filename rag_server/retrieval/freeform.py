@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rag_server.domain import Hit
+from rag_server.text.match import Phrase, Tok, find_any, phrase, tokenize
 from rag_server.understanding.catalog import BRAND_SECTION
 from rag_server.understanding.rules import Rules
-from rag_server.understanding.textmatch import Phrase, Tok, find_any, phrase, tokenize
 from rag_server.vocabulary import Vocabulary
 
 

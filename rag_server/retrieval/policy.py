@@ -9,15 +9,12 @@ from rag_server.config import Settings
 
 @dataclass(frozen=True)
 class EvidencePolicy:
-    minimum_score: float = 0.12  # dense routes only (cosine)
     candidate_limit: int = 5  # corpus search candidates
-    evidence_limit: int = 3  # default hydrate limit; never applied to the section route
     rerank_top_k: int = 6  # free-form / corpus evidence kept after rerank
     max_context_tokens: int = 6000  # packing budget (whole chunks only)
     indication_candidate_limit: int = 8  # drugs of a reverse lookup
     indication_retrieval_limit: int = 40  # chunk pool before grouping
     indication_evidence_per_drug: int = 2
-    indication_minimum_score: float = 0.895  # dense fallback of the reverse lookup (see indication.py)
     patient_candidate_limit: int = 2  # drugs per AssessPatient call
     safety_hits_per_section: int = 1  # per section and per patient fact
     safety_sections_per_candidate: int = 4  # lexical safety sections per drug
@@ -26,15 +23,12 @@ class EvidencePolicy:
     @classmethod
     def from_settings(cls, settings: Settings) -> EvidencePolicy:
         return cls(
-            minimum_score=settings.evidence_minimum_score,
             candidate_limit=settings.candidate_limit,
-            evidence_limit=settings.evidence_limit,
             rerank_top_k=settings.rerank_top_k,
             max_context_tokens=settings.max_context_tokens,
             indication_candidate_limit=settings.indication_candidate_limit,
             indication_retrieval_limit=settings.indication_retrieval_limit,
             indication_evidence_per_drug=settings.indication_evidence_per_drug,
-            indication_minimum_score=settings.indication_minimum_score,
             patient_candidate_limit=settings.patient_candidate_limit,
             safety_hits_per_section=settings.safety_hits_per_section,
             safety_sections_per_candidate=settings.safety_sections_per_candidate,

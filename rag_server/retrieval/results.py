@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rag_server.domain import Hit, ScoreKind
+from rag_server.domain import FactMatch, Hit, ScoreKind
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.retrieval.timing import Timings
 from rag_server.understanding.frame import QueryFrame
@@ -42,12 +42,21 @@ class IndicationCandidate:
     evidence: list[Hit]
 
 
+class IndicationStage(StrEnum):
+    """Which pass of the indication lookup produced the candidates."""
+
+    KEYWORD = "keyword"
+    SYNONYM = "synonym"
+    DENSE = "dense"
+    NONE = ""  # nothing matched
+
+
 @dataclass
 class IndicationResult:
     decision: pb.Decision
     candidates: list[IndicationCandidate] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
-    match_stage: str = ""  # "keyword" | "dense" | "" (nothing matched)
+    match_stage: IndicationStage = IndicationStage.NONE
     indication: str = ""
 
 
@@ -71,6 +80,7 @@ class FacetResult:
     status: CandidateStatus
     evidence: list[Hit]
     query: str
+    matches: list[FactMatch] = field(default_factory=list)
 
 
 @dataclass

@@ -16,18 +16,25 @@ from rag_server.decision import R, make_decision
 from rag_server.domain import ChunkKind, Hit
 from rag_server.providers.base import Embedder, Reranker
 from rag_server.providers.rerank.guarded import GuardedReranker
-from rag_server.retrieval.decide import decide
+from rag_server.retrieval.decide import EvidenceRule, decide, decide_with
 from rag_server.retrieval.freeform import answer_sections, expand, name_spans, section_prior, without_spans
-from rag_server.retrieval.indication import dense_pass, group_by_drug, indication_chunks, keyword_pass
+from rag_server.retrieval.indication import (
+    dense_pass,
+    group_by_drug,
+    indication_chunks,
+    keyword_pass,
+    synonym_pass,
+)
 from rag_server.retrieval.lexical import content_terms
 from rag_server.retrieval.overview import overview_hits
 from rag_server.retrieval.packing import pack_evidence
-from rag_server.retrieval.patient import assess_candidate
+from rag_server.retrieval.patient import PatientContext, assess_candidate
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.reference import pointer_targets, prose_text
 from rag_server.retrieval.results import (
     AssessmentResult,
     IndicationResult,
+    IndicationStage,
     RetrievalResult,
     Route,
 )
@@ -42,6 +49,7 @@ from rag_server.retrieval.section import pooled_neighbour_hits, section_hits
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, Store
 from rag_server.text.bm25 import query_vector
+from rag_server.text.match import Phrase, Phrases, find_any, phrase, tokenize
 from rag_server.understanding.catalog import Catalog, CatalogCache, DrugInfo
 from rag_server.understanding.frame import (
     QueryFrame,
@@ -52,13 +60,15 @@ from rag_server.understanding.frame import (
 )
 from rag_server.understanding.patient import PatientFacts
 from rag_server.understanding.rules import Rules, load_rules
-from rag_server.understanding.textmatch import Phrase, find_any, phrase, tokenize
+from rag_server.understanding.scope import content_words, filler_phrases, medical_terms, only_generic
 from rag_server.vocabulary import Vocabulary
+from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
 
 if TYPE_CHECKING:
     from rag_server.app import App
 
 log = logging.getLogger("rag_server.retrieval")
+NO_CONDITION = "không có tên bệnh hay tình trạng nào để tra"
 
 CATALOGS = CatalogCache()
 
@@ -71,6 +81,7 @@ class Retriever:
     embedder: Embedder | None = None
     reranker: Reranker | None = None
     rules: Rules = field(default_factory=load_rules)
+    clinical: ClinicalVocabulary = field(default_factory=load_clinical)
     catalogs: CatalogCache = field(default_factory=lambda: CATALOGS)
 
     # ------------------------------------------------------------------ shared
@@ -92,7 +103,15 @@ class Retriever:
         timings = timings if timings is not None else Timings()
         catalog = self.catalog(timings)
         with timings.stage("understand"):
-            return build_frame(query, catalog, self.vocabulary, self.rules)
+            return build_frame(query, catalog, self.vocabulary, self.rules, self.clinical)
+
+    def conflicting_drugs(self, query: str, drug_id: str) -> list[str]:
+        """Drugs the query names unambiguously that are not `drug_id` (a caller's contradiction)."""
+        catalog = self.catalog()
+        if catalog is None or not query.strip():
+            return []
+        names = [m for m in catalog.find(query) if not m.ambiguous and not m.weak]
+        return sorted({catalog.display_name(m.drug_ids[0]) for m in names if drug_id not in m.drug_ids})
 
     def list_drugs(self) -> list[DrugInfo] | None:
         catalog = self.catalog()
@@ -319,7 +338,8 @@ class Retriever:
             hits.extend(found.hits)
             scores = self._dense_for_rerank(found, flt, timings)
             dense = dense + scores if dense is not None and scores is not None else None
-        return self._ranked(frame, hits, dense, Route.FREE_FORM, timings, query=query, prior=prior)
+        rule = self._rule(query, medical=False)
+        return self._ranked(frame, hits, dense, Route.FREE_FORM, timings, query=query, prior=prior, rule=rule)
 
     def _free_form_query(self, frame: QueryFrame, understanding: Understanding | None) -> str:
         """The question without the names of the drugs searched (their mentions when the question was
@@ -344,7 +364,20 @@ class Retriever:
             self.store, self.embedder, frame.query, flt, self.policy.candidate_limit, timings
         )
         dense = self._dense_for_rerank(found, flt, timings)
-        return self._ranked(frame, found.hits, dense, Route.CORPUS_SEARCH, timings)
+        rule = self._rule(frame.query)
+        return self._ranked(frame, found.hits, dense, Route.CORPUS_SEARCH, timings, rule=rule)
+
+    def _rule(self, query: str, medical: bool = True) -> EvidenceRule:
+        """The evidence rule of a search route: the question's medical terms (and the formulary names of
+        the conditions it names) for a question naming no drug; its content words otherwise."""
+        toks = tokenize(query)
+        terms: list[Phrase] = []
+        if medical:
+            terms = list(medical_terms(toks, self.clinical, self.rules))
+            terms += [f for spec in self.clinical.conditions_named(toks) for f in spec.forms]
+        if not terms:
+            terms = [phrase(t.raw) for t in content_words(toks, self.clinical, self.rules)]
+        return EvidenceRule(Phrases(dict.fromkeys(terms)), loose=any(t.loose for t in toks))
 
     def _dense_for_rerank(self, found: Candidates, flt: ChunkFilter, timings: Timings) -> list[float] | None:
         assert self.store is not None
@@ -364,6 +397,7 @@ class Retriever:
         timings: Timings,
         query: str = "",
         prior: Mapping[str, float] | None = None,
+        rule: EvidenceRule | None = None,
     ) -> RetrievalResult:
         ranked = rerank_and_pack(
             query or frame.query,
@@ -376,10 +410,9 @@ class Retriever:
             prior,
         )
         with timings.stage("decide"):
-            decision = decide(ranked.kept)
-        return RetrievalResult(
-            decision, ranked.kept, ranked.omitted_ids, route, reranker_state=ranked.reranker_state
-        )
+            kept, decision = decide_with(ranked.kept, rule or EvidenceRule())
+        state = ranked.reranker_state
+        return RetrievalResult(decision, kept, ranked.omitted_ids, route, reranker_state=state)
 
     # -------------------------------------------------------------- indication
     def lookup_indication(self, indication: str) -> IndicationResult:
@@ -394,6 +427,13 @@ class Retriever:
         assert self.store is not None
         with timings.stage("scroll"):
             chunks = indication_chunks(self.store)
+        toks = tokenize(indication)
+        if only_generic(toks, self.clinical, self.rules):
+            return IndicationResult(
+                make_decision(R.DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE, detail=NO_CONDITION),
+                [],
+                indication=indication,
+            )
         phrases = list(dict.fromkeys([indication.strip(), strip_indication_head(indication, self.rules)]))
         hits: list[Hit] = []
         with timings.stage("keyword"):
@@ -401,17 +441,21 @@ class Retriever:
                 hits = keyword_pass(chunks, text)
                 if hits:
                     break
-        stage = "keyword" if hits else ""
-        if not hits and self.embedder is not None:
-            hits, best = dense_pass(self.store, self.embedder, indication, self.policy, timings)
-            log.info(
-                "indication %r: dense fallback best score %.4f (minimum %.4f), %d kept",
-                indication,
-                best,
-                self.policy.indication_minimum_score,
-                len(hits),
+        stage = IndicationStage.KEYWORD if hits else IndicationStage.NONE
+        if not hits:
+            with timings.stage("synonym"):
+                named = self.clinical.only_conditions(toks, filler_phrases(self.clinical, self.rules))
+                hits = synonym_pass(chunks, named)
+            stage = IndicationStage.SYNONYM if hits else IndicationStage.NONE
+        manifest = self.store.manifest()
+        floor = manifest.indication_dense_floor if manifest is not None else 0.0
+        if not hits and self.embedder is not None and floor > 0:
+            hits, best = dense_pass(
+                self.store, self.embedder, indication, self.policy, floor, self.clinical.calibration.template,
+                timings,
             )
-            stage = "dense" if hits else ""
+            log.info("indication dense fallback: best %.4f, floor %.4f, %d kept", best, floor, len(hits))
+            stage = IndicationStage.DENSE if hits else IndicationStage.NONE
         with timings.stage("group"):
             candidates = group_by_drug(hits, self.policy)
         if not candidates:
@@ -438,11 +482,12 @@ class Retriever:
         assert self.store is not None
         catalog = self.catalog(timings)
         assert catalog is not None
+        ctx = PatientContext(
+            catalog, self.rules, self.clinical, self.catalogs.classes(catalog, self.clinical), self.policy,
+            self.vocabulary,
+        )
         with timings.stage("assess"):
-            candidates = [
-                assess_candidate(self.store, catalog, d, facts, self.rules, self.policy, self.vocabulary)
-                for d in drug_ids
-            ]
+            candidates = [assess_candidate(self.store, ctx, d, facts) for d in drug_ids]
         evidence = [h for c in candidates for f in c.facets for h in f.evidence]
         with timings.stage("decide"):
             if evidence:

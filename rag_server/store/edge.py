@@ -313,9 +313,13 @@ def _acquire_dir_lock(root: Path) -> IO[str]:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        handle.seek(0)
+        owner = handle.read().strip()[:12]
         handle.close()
+        pid = f" (pid {owner})" if owner.isdigit() else ""
         raise StoreError(
-            f"store {root} is open in another process (a running server or ingest); stop it first"
+            f"another process{pid} owns the data dir {root.parent}: stop it, or point --data-dir "
+            "(RAG_DATA_DIR) at another directory; `rag-server ingest` hands its work to a running server"
         ) from exc
     handle.seek(0)
     handle.truncate()

@@ -2,7 +2,7 @@
 
 Names come from the monograph display names (and their parenthetical aliases), the INN line
 (`ten_chung_quoc_te`) and the brand list (`ten_thuong_mai`, split on ';'). Matching inside a question is
-word-boundary exact and accent-compatible (see textmatch), longest name first. Only when a question has
+word-boundary exact and accent-compatible (text.match), longest name first. Only when a question has
 no exact match at all is a bounded typo tolerated (fuzzy.py), for every kind of name; a typo of a brand
 or of a distinctive word must be typed in Latin letters that are no Vietnamese syllable.
 A name that fits two drugs equally well is never guessed: it is returned as ambiguous.
@@ -27,35 +27,58 @@ words, or another drug's name, as a brand.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
-from functools import lru_cache
+from enum import IntEnum, StrEnum
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 from rag_server.domain import Chunk, ChunkKind
 from rag_server.store.base import ChunkFilter, Store
+from rag_server.text.match import Phrase, Tok, compatible, phrase, tokenize
 from rag_server.text.normalize import fold
 from rag_server.understanding.fuzzy import LONG_BOUND, FuzzyIndex
 from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable, known_words
 from rag_server.understanding.rules import Rules, load_rules
-from rag_server.understanding.textmatch import Phrase, Tok, compatible, phrase, tokenize
 from rag_server.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from rag_server.understanding.drug_classes import ClassIndex
+    from rag_server.vocabulary.clinical import ClinicalVocabulary
 
 INN_SECTION = "ten_chung_quoc_te"
 BRAND_SECTION = "ten_thuong_mai"
+ATC_SECTION = "ma_atc"
+CLASS_SECTION = "loai_thuoc"
+MAX_CLASS_TEXT_CHARS = 400
+_ATC_CODE = re.compile(r"\b[A-Za-z]\d{2}(?:[A-Za-z]{1,2}(?:\d{2})?)?\b")
 MIN_ALIAS_CHARS = 3
 MIN_STRIPPED_BRAND_CHARS = 4
 MAX_NAME_WORDS = 8
 MIN_DISTINCTIVE_CHARS = 5
 BRAND_MAX_EDITS = 1  # see FuzzyIndex: brands are too many for a two-edit index
+MIN_PREFIX_CHARS = 4  # "cipro", "amox": a shorter prefix says too little
+MAX_PREFIX_DRUGS = 8  # a prefix of more drugs' names than this is ignored, not listed
+MAX_PREFIX_WORDS_SCANNED = 64  # words of a question examined for a prefix
+MAX_WORD_CHARS = 40  # a longer "word" is no drug name (nor a typo or a prefix of one)
+MAX_FUZZY_SPANS = 48  # spans of a question looked up in the typo index
 _PARENS = re.compile(r"\(([^()]*)\)")
 _ROMAN = re.compile(r"^[ivxlcdm]+$")
 _STRENGTH = re.compile(
     r"^(\d+([.,]\d+)?|mg|g|ml|mcg|ui|iu|tab|tabs|caps|cap|inj|sr|xr|er|ds|forte|plus|kids?)$"
 )
+
+
+class MatchStage(StrEnum):
+    """How a drug name in a question was matched (recorded on every mention, shown to the caller)."""
+
+    EXACT = "exact"  # a whole name, word-boundary exact, accent-compatible
+    FUZZY = "fuzzy"  # a bounded typo of a whole name
+    PREFIX = "prefix"  # the first >= 4 letters of an INN or brand ("cipro")
 
 
 class Tier(IntEnum):
@@ -73,6 +96,8 @@ class DrugInfo:
     drug_id: str
     display_name: str
     section_keys: tuple[str, ...]  # book order
+    atc_codes: tuple[str, ...] = ()  # from the Mã ATC line
+    class_text: str = ""  # the Loại thuốc line (what kind of medicine the formulary says it is)
 
 
 @dataclass(frozen=True)
@@ -92,6 +117,8 @@ class Mention:
     drug_ids: tuple[str, ...]
     distance: int = 0  # 0 = exact, else the typo distance
     weak: bool = False  # matched through a distinctive word only (tier WORD)
+    stage: MatchStage = MatchStage.EXACT
+    tier: Tier = Tier.TITLE  # the best tier of the name matched
 
     @property
     def ambiguous(self) -> bool:
@@ -106,7 +133,21 @@ class Catalog:
     common_words: frozenset[str] = frozenset()
     generation: str = ""
     known_words: frozenset[str] = frozenset()  # never an unknown drug name (vocabulary, rules, names, prose)
+    ordinary_words: frozenset[str] = frozenset()  # vocabulary, rules and common prose words (not names)
     joiners: frozenset[str] = frozenset()  # generic words and conjunctions inside a drug name
+    by_drug: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # drug_id -> names_of(drug_id)
+    primary: dict[str, tuple[Phrase, ...]] = field(default_factory=dict)  # drug_id -> title and INN names
+    prefixes: PrefixIndex = field(default_factory=lambda: PrefixIndex([]))
+
+    @cached_property
+    def longest_name(self) -> int:
+        """Characters of the longest folded name (a longer span is no typo of a name)."""
+        return max((len(" ".join(key)) for key in self.names), default=0)
+
+    @cached_property
+    def first_words(self) -> frozenset[str]:
+        """The first folded word of every name (where an exact match may start)."""
+        return frozenset(key[0] for key in self.names if key)
 
     # ----------------------------------------------------------------- lookups
     def display_name(self, drug_id: str) -> str:
@@ -116,19 +157,35 @@ class Catalog:
     def names_of(self, drug_id: str) -> list[Phrase]:
         """Every name the catalog knows for a drug (display, aliases, INN, brands, and a distinctive word
         when it names this drug alone)."""
-        out: list[Phrase] = []
-        for entries in self.names.values():
-            for e in entries:
-                if e.drug_id == drug_id and (e.tier < Tier.WORD or _resolves_to(entries) == (drug_id,)):
-                    out.append(e.name)
-        return out
+        return list(self.by_drug.get(drug_id, ()))
 
     def find(self, question: str | Sequence[Tok]) -> list[Mention]:
+        """Drug names in a question: exact names, then for the words still unexplained unique prefixes of
+        INNs and brands ("cipro" is an abbreviation before it is a typo of "Ciprol"); only when there is
+        neither, bounded typos."""
         toks = tokenize(question) if isinstance(question, str) else list(question)
-        mentions = self._guard(toks, self._exact(toks))
+        exact = self._exact(toks)
+        mentions = self._guard(toks, exact)
+        mentions += self._prefixed(toks, exact)  # a word that is a whole name is never a prefix
         if not mentions:
             mentions = self._guard(toks, self._fuzzy(toks))
         return sorted(mentions, key=lambda m: m.start)
+
+    def _prefixed(self, toks: Sequence[Tok], found: Sequence[Mention]) -> list[Mention]:
+        """A word of >= MIN_PREFIX_CHARS Latin letters, no known word and no Vietnamese syllable, that
+        begins the names of one drug ("cipro"); of several drugs it is ambiguous (CLARIFY lists them), of
+        more than MAX_PREFIX_DRUGS it is ignored (too short to say anything)."""
+        covered = {i for m in found for i in range(m.start, m.end)}
+        out: list[Mention] = []
+        for i, tok in enumerate(toks[:MAX_PREFIX_WORDS_SCANNED]):
+            if i in covered or not (MIN_PREFIX_CHARS <= len(tok.folded) <= MAX_WORD_CHARS):
+                continue
+            if not is_drug_like(tok, self.ordinary_words, MIN_PREFIX_CHARS):
+                continue
+            ids = self.prefixes.drugs(tok.folded, MAX_PREFIX_DRUGS)
+            if ids:
+                out.append(Mention(i, i + 1, tok.raw, ids, 0, False, MatchStage.PREFIX, Tier.BRAND))
+        return out
 
     def _guard(self, toks: Sequence[Tok], mentions: list[Mention]) -> list[Mention]:
         """Drop a distinctive-word mention that is part of an unknown drug's name, and an ambiguous one
@@ -152,9 +209,10 @@ class Catalog:
         taken = [False] * len(toks)
         found: list[Mention] = []
         max_len = min(MAX_NAME_WORDS, max((len(k) for k in self.names), default=0))
+        starts = [i for i, t in enumerate(toks) if t.folded in self.first_words]
         for n in range(max_len, 0, -1):
-            for i in range(0, len(toks) - n + 1):
-                if any(taken[i : i + n]) or any(t.is_punct for t in toks[i : i + n]):
+            for i in starts:
+                if i + n > len(toks) or any(taken[i : i + n]) or any(t.is_punct for t in toks[i : i + n]):
                     continue
                 key = tuple(t.folded for t in toks[i : i + n])
                 entries = [e for e in self.names.get(key, ()) if _fits(toks[i : i + n], e.name)]
@@ -165,24 +223,38 @@ class Catalog:
                 for j in range(i, i + n):
                     taken[j] = True
                 text = " ".join(t.raw for t in toks[i : i + n])
-                found.append(Mention(i, i + n, text, ids, weak=best >= Tier.WORD))
+                found.append(Mention(i, i + n, text, ids, weak=best >= Tier.WORD, tier=best))
         return found
 
     def _fuzzy(self, toks: Sequence[Tok]) -> list[Mention]:
+        """Bounded: only spans of plausible name length (each word <= MAX_WORD_CHARS, the span no longer
+        than the longest name + the edit bound) with a word that is no known word, at most
+        MAX_FUZZY_SPANS of them, left to right: a typo lookup costs the same whatever the question."""
         words_only = [i for i, t in enumerate(toks) if not t.is_punct]
+        longest = self.longest_name + LONG_BOUND
         # (distance, start, end, ids, weak)
         candidates: list[tuple[int, int, int, tuple[str, ...], bool]] = []
-        for n in range(1, 5):
-            for a in range(0, len(words_only) - n + 1):
+        budget = MAX_FUZZY_SPANS
+        for a in range(len(words_only)):
+            for n in range(1, 5):
                 idx = words_only[a : a + n]
-                if idx[-1] - idx[0] != n - 1:
-                    continue  # punctuation inside
+                if len(idx) < n or idx[-1] - idx[0] != n - 1:
+                    break  # the end of the question, or punctuation inside
                 span = [toks[i] for i in idx]
-                if all(t.folded in self.common_words for t in span):
+                if any(len(t.folded) > MAX_WORD_CHARS for t in span):
+                    break
+                if sum(len(t.folded) for t in span) + n - 1 > longest:
+                    break
+                if all(t.folded in self.known_words or t.folded in self.common_words for t in span):
                     continue
+                budget -= 1
+                if budget < 0:
+                    break
                 found = self._fuzzy_span(span)
                 if found is not None:
                     candidates.append((found[0], idx[0], idx[-1] + 1, found[1], found[2]))
+            if budget < 0:
+                break
         candidates.sort(key=lambda c: (c[0], -(c[2] - c[1]), c[1]))
         taken = [False] * len(toks)
         mentions: list[Mention] = []
@@ -192,7 +264,7 @@ class Catalog:
             for j in range(start, end):
                 taken[j] = True
             text = " ".join(t.raw for t in toks[start:end])
-            mentions.append(Mention(start, end, text, ids, dist, weak))
+            mentions.append(Mention(start, end, text, ids, dist, weak, MatchStage.FUZZY))
         return mentions
 
     def _fuzzy_span(self, span: Sequence[Tok]) -> tuple[int, tuple[str, ...], bool] | None:
@@ -220,6 +292,33 @@ class Catalog:
         return best, tuple(sorted(ids)), min(tiers) >= Tier.WORD
 
 
+class PrefixIndex:
+    """Folded one-word names (and first words of longer names) sorted, for prefix lookups by bisection;
+    each word maps to the drugs its entries resolve to."""
+
+    def __init__(self, words: Iterable[tuple[str, tuple[str, ...]]]) -> None:
+        merged: dict[str, set[str]] = defaultdict(set)
+        for word, ids in words:
+            merged[word].update(ids)
+        self._words = sorted(merged)
+        self._ids = [tuple(sorted(merged[w])) for w in self._words]
+
+    def drugs(self, prefix: str, limit: int) -> tuple[str, ...]:
+        """The drugs of every indexed word starting with `prefix` (a proper prefix: the word itself is an
+        exact name and matched as such); () when there are none or more than `limit`."""
+        start = bisect.bisect_left(self._words, prefix)
+        found: set[str] = set()
+        for word, ids in zip(self._words[start:], self._ids[start:], strict=False):
+            if not word.startswith(prefix):
+                break
+            if word == prefix:
+                continue
+            found.update(ids)
+            if len(found) > limit:
+                return ()
+        return tuple(sorted(found))
+
+
 def _resolves_to(entries: Iterable[NameEntry]) -> tuple[str, ...]:
     """The drugs a name stands for: those at its best tier."""
     listed = list(entries)
@@ -240,6 +339,14 @@ def split_display_name(display: str) -> list[str]:
         out.append(bare)
     out.extend(inner.strip() for inner in _PARENS.findall(display) if inner.strip())
     return list(dict.fromkeys(out))
+
+
+def _label_value(text: str, vocabulary: Vocabulary) -> str:
+    """ "Loại thuốc: Kháng sinh ..." -> "Kháng sinh ..." (the label, when printed, removed)."""
+    head, sep, rest = text.partition(":")
+    if sep and vocabulary.heading_key(head) is not None:
+        return rest.strip()
+    return text.strip()
 
 
 def inn_names(text: str, vocabulary: Vocabulary) -> list[str]:
@@ -319,7 +426,16 @@ def build_catalog(
     for drug_id, items in by_drug.items():
         names = Counter(c.drug_name for c in items)
         keys = sorted({c.section_key for c in items}, key=lambda k: (vocabulary.order(k), k))
-        drugs[drug_id] = DrugInfo(drug_id, names.most_common(1)[0][0], tuple(keys))
+        prose = sorted((c for c in items if c.chunk_kind == ChunkKind.PROSE), key=lambda c: c.part_index)
+        atc = " ".join(c.text for c in prose if c.section_key == ATC_SECTION)
+        kind = " ".join(c.text for c in prose if c.section_key == CLASS_SECTION)
+        drugs[drug_id] = DrugInfo(
+            drug_id,
+            names.most_common(1)[0][0],
+            tuple(keys),
+            tuple(dict.fromkeys(m.upper() for m in _ATC_CODE.findall(atc))),
+            _label_value(kind, vocabulary)[:MAX_CLASS_TEXT_CHARS],
+        )
     common = common_words(chunks, frozenset({BRAND_SECTION, INN_SECTION}))
 
     entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]] = defaultdict(dict)
@@ -364,6 +480,20 @@ def build_catalog(
     _add_brand_first_words(entries, brand_words, excluded | common)
 
     index = {key: list(slot.values()) for key, slot in entries.items()}
+    names_by_drug: dict[str, list[Phrase]] = defaultdict(list)
+    primary: dict[str, list[Phrase]] = defaultdict(list)
+    for slot_entries in index.values():
+        resolved = _resolves_to(slot_entries)
+        for e in slot_entries:
+            if e.tier < Tier.WORD or resolved == (e.drug_id,):
+                names_by_drug[e.drug_id].append(e.name)
+            if e.tier <= Tier.INN:
+                primary[e.drug_id].append(e.name)
+    prefixes = PrefixIndex(
+        (key[0], _resolves_to(slot_entries))
+        for key, slot_entries in index.items()
+        if key[0].isalpha() and len(key[0]) > MIN_PREFIX_CHARS
+    )
     fuzzy = FuzzyIndex(  # a brand's first word alone is matched exactly only
         (" ".join(key), e.drug_id, BRAND_MAX_EDITS if e.tier == Tier.BRAND else LONG_BOUND)
         for key, slot in index.items()
@@ -379,7 +509,11 @@ def build_catalog(
         common_words=common,
         generation=generation,
         known_words=vocabulary_words | name_words | common,
+        ordinary_words=vocabulary_words | common,
         joiners=joiners,
+        by_drug={d: tuple(dict.fromkeys(names)) for d, names in names_by_drug.items()},
+        primary={d: tuple(dict.fromkeys(names)) for d, names in primary.items()},
+        prefixes=prefixes,
     )
 
 
@@ -498,6 +632,19 @@ class CatalogCache:
         self._lock = threading.Lock()
         self._size = size
         self._catalogs: dict[int, tuple[str, Catalog]] = {}
+        self._classes: dict[int, tuple[Catalog, ClassIndex]] = {}
+
+    def classes(self, catalog: Catalog, clinical: ClinicalVocabulary) -> ClassIndex:
+        """The class index of a catalog (built once per catalog)."""
+        from rag_server.understanding.drug_classes import ClassIndex
+
+        with self._lock:
+            cached = self._classes.get(id(catalog))
+            if cached is not None and cached[0] is catalog:
+                return cached[1]
+            index = ClassIndex(clinical, catalog)
+            self._classes = {id(catalog): (catalog, index)}
+            return index
 
     def get(self, store: Store, vocabulary: Vocabulary) -> Catalog | None:
         """None when the store serves no corpus yet."""

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
 from rag_server.decision import R
-from rag_server.understanding.catalog import Catalog, Mention
+from rag_server.text.match import Tok, find, find_any, match_at, text_of, tokenize, words
+from rag_server.understanding.catalog import Catalog, MatchStage, Mention
 from rag_server.understanding.lexicon import drug_like_words, known_words
 from rag_server.understanding.patient import PatientFacts, extract_patient
 from rag_server.understanding.rules import Rules, Template
-from rag_server.understanding.textmatch import Tok, find, find_any, match_at, text_of, tokenize, words
+from rag_server.understanding.scope import looks_non_human, medical_terms, only_generic
 from rag_server.vocabulary import Vocabulary
+from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
 
 # Sections a patient fact can also name ("bà bầu" is a pregnancy fact and the pregnancy section).
 _FACT_SECTIONS = {"thoi_ky_mang_thai": "pregnant", "thoi_ky_cho_con_bu": "breastfeeding"}
@@ -44,6 +47,7 @@ class QueryFrame:
     indication: str = ""
     patient: PatientFacts = field(default_factory=PatientFacts)
     missing_fields: list[str] = field(default_factory=list)
+    drug_mentions: list[Mention] = field(default_factory=list)  # how each drug name was matched
 
 
 @dataclass
@@ -52,15 +56,6 @@ class Understanding:
     reason: int = 0  # a DecisionReason when the frame cannot be acted on as is
     detail: str = ""
     mentions: list[Mention] = field(default_factory=list)
-
-
-def looks_non_human(toks: Sequence[Tok], rules: Rules) -> bool:
-    """Veterinary subjects. Typed without diacritics a one-word term is ambiguous ("cho" is "for" as
-    much as "chó"), so only multi-word terms count then."""
-    if find_any(toks, rules.human_context):
-        return False
-    loose = any(t.loose for t in toks)
-    return any(len(p) > 1 or not loose for _, p in find_any(toks, rules.non_human))
 
 
 def is_smalltalk(toks: Sequence[Tok], rules: Rules) -> bool:
@@ -147,7 +142,14 @@ def strip_indication_head(text: str, rules: Rules) -> str:
     return text_of(toks)
 
 
-def build_frame(query: str, catalog: Catalog | None, vocabulary: Vocabulary, rules: Rules) -> Understanding:
+def build_frame(
+    query: str,
+    catalog: Catalog | None,
+    vocabulary: Vocabulary,
+    rules: Rules,
+    clinical: ClinicalVocabulary | None = None,
+) -> Understanding:
+    clinical = clinical if clinical is not None else load_clinical()
     toks = tokenize(query)
     frame = QueryFrame(turn_type=TurnType.FREE_FORM, query=query)
     if looks_non_human(toks, rules):
@@ -155,15 +157,20 @@ def build_frame(query: str, catalog: Catalog | None, vocabulary: Vocabulary, rul
         return Understanding(frame, R.DECISION_REASON_OUT_OF_SCOPE)
 
     mentions = catalog.find(toks) if catalog is not None else []
-    ambiguous = [m for m in mentions if m.ambiguous]
-    without_drugs = [
-        Tok(_DRUG_PLACEHOLDER, _DRUG_PLACEHOLDER, t.start, t.end)
-        if any(m.start <= i < m.end for m in mentions)
-        else t
-        for i, t in enumerate(toks)
-    ]
+    without_drugs = _masked(toks, mentions)
     # Drug names are removed before the section phrase is looked for ("Bảo Quản Linh" names a drug).
     section = vocabulary.resolve_section(" ".join(t.raw for t in without_drugs if t.raw != _DRUG_PLACEHOLDER))
+    if any(m.stage == MatchStage.PREFIX for m in mentions) and not (
+        section is not None
+        or _bare_name(without_drugs, rules)
+        or medical_terms(toks, clinical, rules)
+        or not extract_patient(toks, mentions, rules).facts.empty
+    ):
+        # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
+        mentions = [m for m in mentions if m.stage != MatchStage.PREFIX]
+        without_drugs = _masked(toks, mentions)
+    ambiguous = [m for m in mentions if m.ambiguous]
+    frame.drug_mentions = list(mentions)
     reading = extract_patient(toks, mentions, rules)
     facts = reading.facts
     if section is not None and section.weak and (not mentions or not facts.empty):
@@ -199,18 +206,28 @@ def build_frame(query: str, catalog: Catalog | None, vocabulary: Vocabulary, rul
             frame.indication = indication
             frame.section_key = ""
             return Understanding(frame, mentions=mentions)
-        unknown = drug_like_words(toks, known_words(vocabulary, rules))
-        if unknown and (section is not None or not facts.empty or _bare_name(_mask(toks, unknown), rules)):
+        unknown = drug_like_words(toks, known_words(vocabulary, rules) | _generic_words(clinical))
+        named = section is not None or not facts.empty or _bare_name(_mask(toks, unknown), rules)
+        if unknown and len(unknown) <= MAX_UNKNOWN_NAMES and named:
             # "liều của semaglutid": a drug is named, just not one the formulary has.
             frame.turn_type = TurnType.SECTION_QUESTION if section is not None else TurnType.FREE_FORM
             frame.missing_fields = ["drug_id"]
-            return Understanding(frame, R.DECISION_REASON_DRUG_NOT_FOUND, ", ".join(unknown), mentions)
+            return Understanding(frame, R.DECISION_REASON_DRUG_NOT_FOUND, _echo(unknown), mentions)
         if section is not None or not facts.empty:
             frame.turn_type = TurnType.CLARIFY
             frame.missing_fields = ["drug_id"]
             return Understanding(frame, R.DECISION_REASON_MISSING_REQUIRED_FIELD, "tên thuốc", mentions)
-        frame.turn_type = TurnType.FREE_FORM  # no drug, no indication: corpus search
-        return Understanding(frame, mentions=mentions)
+        if medical_terms(toks, clinical, rules):
+            frame.turn_type = TurnType.FREE_FORM  # a medical question naming no drug: corpus search
+            return Understanding(frame, mentions=mentions)
+        if only_generic(toks, clinical, rules) and any(t.folded.isalpha() for t in toks):
+            frame.turn_type = TurnType.CLARIFY  # "thuốc gì", "người lớn": which drug or condition?
+            frame.missing_fields = ["drug_id", "indication"]
+            return Understanding(
+                frame, R.DECISION_REASON_MISSING_REQUIRED_FIELD, "tên thuốc hoặc bệnh", mentions
+            )
+        frame.turn_type = TurnType.OUT_OF_SCOPE  # nothing medical to look up: never searched
+        return Understanding(frame, R.DECISION_REASON_OUT_OF_SCOPE, mentions=mentions)
 
     if _patient_turn(facts, frame.section_key):
         frame.turn_type = TurnType.PATIENT_ASSESSMENT
@@ -221,6 +238,19 @@ def build_frame(query: str, catalog: Catalog | None, vocabulary: Vocabulary, rul
     else:
         frame.turn_type = TurnType.FREE_FORM
     return Understanding(frame, mentions=mentions)
+
+
+MAX_UNKNOWN_NAMES = 2  # more unknown Latin words than this is prose in another language, not drug names
+MAX_ECHO_CHARS = 40  # a word echoed back in a decision message is cut to this
+
+
+def _echo(names: Sequence[str]) -> str:
+    return ", ".join(n if len(n) <= MAX_ECHO_CHARS else n[: MAX_ECHO_CHARS - 1] + "…" for n in names[:3])
+
+
+@lru_cache(maxsize=4)
+def _generic_words(clinical: ClinicalVocabulary) -> frozenset[str]:
+    return frozenset(w for p in clinical.generic for w in p.folded)
 
 
 def _patient_turn(facts: PatientFacts, section_key: str) -> bool:
@@ -234,6 +264,15 @@ def _patient_turn(facts: PatientFacts, section_key: str) -> bool:
     implied = _FACT_SECTIONS[section_key]
     others = PatientFacts(**{**facts.__dict__, implied: False})
     return not others.empty
+
+
+def _masked(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[Tok]:
+    return [
+        Tok(_DRUG_PLACEHOLDER, _DRUG_PLACEHOLDER, t.start, t.end)
+        if any(m.start <= i < m.end for m in mentions)
+        else t
+        for i, t in enumerate(toks)
+    ]
 
 
 def _mask(toks: Sequence[Tok], names: Sequence[str]) -> list[Tok]:

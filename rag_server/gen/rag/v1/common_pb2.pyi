@@ -250,6 +250,44 @@ TURN_TYPE_SMALLTALK: TurnType.ValueType  # 7
 TURN_TYPE_OUT_OF_SCOPE: TurnType.ValueType  # 8
 Global___TurnType: _TypeAlias = TurnType  # noqa: Y015
 
+class _MatchKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _MatchKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MatchKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    MATCH_KIND_UNSPECIFIED: _MatchKind.ValueType  # 0
+    MATCH_KIND_EXACT: _MatchKind.ValueType  # 1
+    """The very words (accent-compatible)."""
+    MATCH_KIND_VARIANT: _MatchKind.ValueType  # 2
+    """A spelling variant of a drug name (Vietnamese/French/English endings and letters: -in/-ine, ph/f, y/i)."""
+    MATCH_KIND_TYPO: _MatchKind.ValueType  # 3
+    """A bounded typo (1 edit for 5-8 letters, 2 for longer)."""
+    MATCH_KIND_PREFIX: _MatchKind.ValueType  # 4
+    """The first letters (>= 4) of an INN or brand ("cipro")."""
+    MATCH_KIND_CLASS: _MatchKind.ValueType  # 5
+    """The evidence names a class the medicine belongs to ("thuốc chống viêm không steroid" for ibuprofen)."""
+    MATCH_KIND_SYNONYM: _MatchKind.ValueType  # 6
+    """A synonym from the clinical vocabulary ("huyết áp cao" for "tăng huyết áp")."""
+
+class MatchKind(_MatchKind, metaclass=_MatchKindEnumTypeWrapper):
+    """How a name or a fact was matched (so a clinician can judge the match)."""
+
+MATCH_KIND_UNSPECIFIED: MatchKind.ValueType  # 0
+MATCH_KIND_EXACT: MatchKind.ValueType  # 1
+"""The very words (accent-compatible)."""
+MATCH_KIND_VARIANT: MatchKind.ValueType  # 2
+"""A spelling variant of a drug name (Vietnamese/French/English endings and letters: -in/-ine, ph/f, y/i)."""
+MATCH_KIND_TYPO: MatchKind.ValueType  # 3
+"""A bounded typo (1 edit for 5-8 letters, 2 for longer)."""
+MATCH_KIND_PREFIX: MatchKind.ValueType  # 4
+"""The first letters (>= 4) of an INN or brand ("cipro")."""
+MATCH_KIND_CLASS: MatchKind.ValueType  # 5
+"""The evidence names a class the medicine belongs to ("thuốc chống viêm không steroid" for ibuprofen)."""
+MATCH_KIND_SYNONYM: MatchKind.ValueType  # 6
+"""A synonym from the clinical vocabulary ("huyết áp cao" for "tăng huyết áp")."""
+Global___MatchKind: _TypeAlias = MatchKind  # noqa: Y015
+
 @_typing.final
 class SourceRef(_message.Message):
     """Where a piece of evidence sits in the source document."""
@@ -476,6 +514,41 @@ class PatientContext(_message.Message):
 Global___PatientContext: _TypeAlias = PatientContext  # noqa: Y015
 
 @_typing.final
+class DrugMention(_message.Message):
+    """A drug name found in a question."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    DRUG_IDS_FIELD_NUMBER: _builtins.int
+    MATCH_KIND_FIELD_NUMBER: _builtins.int
+    DISTANCE_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The words of the question that name the drug."""
+    match_kind: Global___MatchKind.ValueType
+    distance: _builtins.int
+    """Edit distance for MATCH_KIND_TYPO, else 0."""
+    @_builtins.property
+    def drug_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The drugs those words fit (more than one: ambiguous, the turn asks which)."""
+
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        drug_ids: _abc.Iterable[_builtins.str] | None = ...,
+        match_kind: Global___MatchKind.ValueType = ...,
+        distance: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["distance", b"distance", "drug_ids", b"drug_ids", "match_kind", b"match_kind", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DrugMention: _TypeAlias = DrugMention  # noqa: Y015
+
+@_typing.final
 class QueryFrame(_message.Message):
     """The structured reading of a question."""
 
@@ -488,6 +561,7 @@ class QueryFrame(_message.Message):
     PATIENT_FIELD_NUMBER: _builtins.int
     MISSING_FIELDS_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
+    DRUG_MENTIONS_FIELD_NUMBER: _builtins.int
     turn_type: Global___TurnType.ValueType
     section_key: _builtins.str
     indication: _builtins.str
@@ -498,6 +572,10 @@ class QueryFrame(_message.Message):
     def patient(self) -> Global___PatientContext: ...
     @_builtins.property
     def missing_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def drug_mentions(self) -> _containers.RepeatedCompositeFieldContainer[Global___DrugMention]:
+        """How each drug name of the question was matched (set by the service; ignored in requests)."""
+
     def __init__(
         self,
         *,
@@ -508,10 +586,11 @@ class QueryFrame(_message.Message):
         patient: Global___PatientContext | None = ...,
         missing_fields: _abc.Iterable[_builtins.str] | None = ...,
         query: _builtins.str = ...,
+        drug_mentions: _abc.Iterable[Global___DrugMention] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["patient", b"patient"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["drug_ids", b"drug_ids", "indication", b"indication", "missing_fields", b"missing_fields", "patient", b"patient", "query", b"query", "section_key", b"section_key", "turn_type", b"turn_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["drug_ids", b"drug_ids", "drug_mentions", b"drug_mentions", "indication", b"indication", "missing_fields", b"missing_fields", "patient", b"patient", "query", b"query", "section_key", b"section_key", "turn_type", b"turn_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

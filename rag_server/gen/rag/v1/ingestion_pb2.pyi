@@ -130,6 +130,7 @@ class IngestSummary(_message.Message):
     SECTION_COUNT_FIELD_NUMBER: _builtins.int
     CHUNK_COUNT_FIELD_NUMBER: _builtins.int
     BLOCK_COUNT_FIELD_NUMBER: _builtins.int
+    INFERRED_FOLIOS_FIELD_NUMBER: _builtins.int
     switched: _builtins.bool
     """True when the new generation is now serving."""
     pages: _builtins.int
@@ -142,6 +143,8 @@ class IngestSummary(_message.Message):
     section_count: _builtins.int
     chunk_count: _builtins.int
     block_count: _builtins.int
+    inferred_folios: _builtins.int
+    """Pages whose printed page number was inferred from agreeing neighbours (none could be read there)."""
     @_builtins.property
     def manifest(self) -> _common_pb2.CorpusManifest: ...
     @_builtins.property
@@ -164,10 +167,11 @@ class IngestSummary(_message.Message):
         section_count: _builtins.int = ...,
         chunk_count: _builtins.int = ...,
         block_count: _builtins.int = ...,
+        inferred_folios: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["manifest", b"manifest"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["block_count", b"block_count", "chunk_count", b"chunk_count", "document_id", b"document_id", "embeddings_cached", b"embeddings_cached", "embeddings_computed", b"embeddings_computed", "gates", b"gates", "manifest", b"manifest", "message", b"message", "monograph_count", b"monograph_count", "pages", b"pages", "section_count", b"section_count", "switched", b"switched", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["block_count", b"block_count", "chunk_count", b"chunk_count", "document_id", b"document_id", "embeddings_cached", b"embeddings_cached", "embeddings_computed", b"embeddings_computed", "gates", b"gates", "inferred_folios", b"inferred_folios", "manifest", b"manifest", "message", b"message", "monograph_count", b"monograph_count", "pages", b"pages", "section_count", b"section_count", "switched", b"switched", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -256,7 +260,7 @@ class UploadDocumentResponse(_message.Message):
     SHA256_FIELD_NUMBER: _builtins.int
     document_id: _builtins.str
     path: _builtins.str
-    """Server-side path to pass to Ingest."""
+    """What to pass to Ingest as its path (the document_id; never a server path)."""
     size_bytes: _builtins.int
     sha256: _builtins.str
     def __init__(

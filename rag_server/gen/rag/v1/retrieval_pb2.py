@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from rag_server.gen.rag.v1 import common_pb2 as rag_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16rag/v1/retrieval.proto\x12\x06rag.v1\x1a\x13rag/v1/common.proto\"i\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0f\n\x07\x64rug_id\x18\x02 \x01(\t\x12\x13\n\x0bsection_key\x18\x03 \x01(\t\x12!\n\x05\x66rame\x18\x04 \x01(\x0b\x32\x12.rag.v1.QueryFrame\"\xf7\x01\n\x10RetrieveResponse\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12\"\n\x08\x65vidence\x18\x02 \x03(\x0b\x32\x10.rag.v1.Evidence\x12\x1c\n\x14omitted_evidence_ids\x18\x03 \x03(\t\x12\x1c\n\x05route\x18\x04 \x01(\x0e\x32\r.rag.v1.Route\x12$\n\x07timings\x18\x05 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12!\n\x05\x66rame\x18\x06 \x01(\x0b\x32\x12.rag.v1.QueryFrame\x12\x16\n\x0ereranker_state\x18\x07 \x01(\t\"-\n\x17LookupIndicationRequest\x12\x12\n\nindication\x18\x01 \x01(\t\"\x93\x01\n\x13IndicationCandidate\x12\x0f\n\x07\x64rug_id\x18\x01 \x01(\t\x12\x11\n\tdrug_name\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12%\n\nscore_kind\x18\x04 \x01(\x0e\x32\x11.rag.v1.ScoreKind\x12\"\n\x08\x65vidence\x18\x05 \x03(\x0b\x32\x10.rag.v1.Evidence\"\xaa\x01\n\x18LookupIndicationResponse\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.rag.v1.IndicationCandidate\x12$\n\x07timings\x18\x03 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12\x13\n\x0bmatch_stage\x18\x04 \x01(\t\"\x8b\x01\n\x0f\x46\x61\x63\x65tAssessment\x12\x1c\n\x05\x66\x61\x63\x65t\x18\x01 \x01(\x0e\x32\r.rag.v1.Facet\x12\'\n\x06status\x18\x02 \x01(\x0e\x32\x17.rag.v1.CandidateStatus\x12\"\n\x08\x65vidence\x18\x03 \x03(\x0b\x32\x10.rag.v1.Evidence\x12\r\n\x05query\x18\x04 \x01(\t\"\x86\x01\n\x13\x43\x61ndidateAssessment\x12\x0f\n\x07\x64rug_id\x18\x01 \x01(\t\x12\x11\n\tdrug_name\x18\x02 \x01(\t\x12\'\n\x06\x66\x61\x63\x65ts\x18\x03 \x03(\x0b\x32\x17.rag.v1.FacetAssessment\x12\"\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x10.rag.v1.Decision\"Q\n\x14\x41ssessPatientRequest\x12\x10\n\x08\x64rug_ids\x18\x01 \x03(\t\x12\'\n\x07patient\x18\x02 \x01(\x0b\x32\x16.rag.v1.PatientContext\"\x93\x01\n\x15\x41ssessPatientResponse\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12\x30\n\x0b\x61ssessments\x18\x02 \x03(\x0b\x32\x1b.rag.v1.CandidateAssessment\x12$\n\x07timings\x18\x03 \x03(\x0b\x32\x13.rag.v1.StageTiming\"\x12\n\x10ListDrugsRequest\"J\n\x0b\x44rugSummary\x12\x0f\n\x07\x64rug_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x14\n\x0csection_keys\x18\x03 \x03(\t\"7\n\x11ListDrugsResponse\x12\"\n\x05\x64rugs\x18\x01 \x03(\x0b\x32\x13.rag.v1.DrugSummary*\xcb\x01\n\x05Route\x12\x15\n\x11ROUTE_UNSPECIFIED\x10\x00\x12\x11\n\rROUTE_SECTION\x10\x01\x12\x18\n\x14ROUTE_SECTION_POOLED\x10\x02\x12\x17\n\x13ROUTE_DRUG_OVERVIEW\x10\x03\x12\x13\n\x0fROUTE_FREE_FORM\x10\x04\x12\x17\n\x13ROUTE_CORPUS_SEARCH\x10\x05\x12\x0e\n\nROUTE_NONE\x10\x06\x12\x14\n\x10ROUTE_INDICATION\x10\x07\x12\x11\n\rROUTE_PATIENT\x10\x08*\x90\x01\n\x05\x46\x61\x63\x65t\x12\x15\n\x11\x46\x41\x43\x45T_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46\x41\x43\x45T_INTERACTION\x10\x01\x12\x11\n\rFACET_WARNING\x10\x02\x12\x18\n\x14\x46\x41\x43\x45T_DOSAGE_CONTEXT\x10\x03\x12\x13\n\x0f\x46\x41\x43\x45T_PREGNANCY\x10\x04\x12\x17\n\x13\x46\x41\x43\x45T_BREASTFEEDING\x10\x05*\xa5\x01\n\x0f\x43\x61ndidateStatus\x12 \n\x1c\x43\x41NDIDATE_STATUS_UNSPECIFIED\x10\x00\x12#\n\x1f\x43\x41NDIDATE_STATUS_EVIDENCE_FOUND\x10\x01\x12*\n&CANDIDATE_STATUS_INSUFFICIENT_EVIDENCE\x10\x02\x12\x1f\n\x1b\x43\x41NDIDATE_STATUS_VERIFY_PDF\x10\x03\x32\xb8\x02\n\x10RetrievalService\x12=\n\x08Retrieve\x12\x17.rag.v1.RetrieveRequest\x1a\x18.rag.v1.RetrieveResponse\x12U\n\x10LookupIndication\x12\x1f.rag.v1.LookupIndicationRequest\x1a .rag.v1.LookupIndicationResponse\x12L\n\rAssessPatient\x12\x1c.rag.v1.AssessPatientRequest\x1a\x1d.rag.v1.AssessPatientResponse\x12@\n\tListDrugs\x12\x18.rag.v1.ListDrugsRequest\x1a\x19.rag.v1.ListDrugsResponseB6\n\x13vn.formulary.rag.v1P\x01Z\x1d\x66ormularyrag/gen/rag/v1;ragv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16rag/v1/retrieval.proto\x12\x06rag.v1\x1a\x13rag/v1/common.proto\"i\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0f\n\x07\x64rug_id\x18\x02 \x01(\t\x12\x13\n\x0bsection_key\x18\x03 \x01(\t\x12!\n\x05\x66rame\x18\x04 \x01(\x0b\x32\x12.rag.v1.QueryFrame\"\xf7\x01\n\x10RetrieveResponse\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12\"\n\x08\x65vidence\x18\x02 \x03(\x0b\x32\x10.rag.v1.Evidence\x12\x1c\n\x14omitted_evidence_ids\x18\x03 \x03(\t\x12\x1c\n\x05route\x18\x04 \x01(\x0e\x32\r.rag.v1.Route\x12$\n\x07timings\x18\x05 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12!\n\x05\x66rame\x18\x06 \x01(\x0b\x32\x12.rag.v1.QueryFrame\x12\x16\n\x0ereranker_state\x18\x07 \x01(\t\"-\n\x17LookupIndicationRequest\x12\x12\n\nindication\x18\x01 \x01(\t\"\x93\x01\n\x13IndicationCandidate\x12\x0f\n\x07\x64rug_id\x18\x01 \x01(\t\x12\x11\n\tdrug_name\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12%\n\nscore_kind\x18\x04 \x01(\x0e\x32\x11.rag.v1.ScoreKind\x12\"\n\x08\x65vidence\x18\x05 \x03(\x0b\x32\x10.rag.v1.Evidence\"\xaa\x01\n\x18LookupIndicationResponse\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.rag.v1.IndicationCandidate\x12$\n\x07timings\x18\x03 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12\x13\n\x0bmatch_stage\x18\x04 \x01(\t\"\x82\x01\n\nFacetMatch\x12\x0c\n\x04\x66\x61\x63t\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07matched\x18\x03 \x01(\t\x12%\n\nmatch_kind\x18\x04 \x01(\x0e\x32\x11.rag.v1.MatchKind\x12\x10\n\x08\x63hunk_id\x18\x05 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x06 \x01(\t\"\xb0\x01\n\x0f\x46\x61\x63\x65tAssessment\x12\x1c\n\x05\x66\x61\x63\x65t\x18\x01 \x01(\x0e\x32\r.rag.v1.Facet\x12\'\n\x06status\x18\x02 \x01(\x0e\x32\x17.rag.v1.CandidateStatus\x12\"\n\x08\x65vidence\x18\x03 \x03(\x0b\x32\x10.rag.v1.Evidence\x12\r\n\x05query\x18\x04 \x01(\t\x12#\n\x07matches\x18\x05 \x03(\x0b\x32\x12.rag.v1.FacetMatch\"\x86\x01\n\x13\x43\x61ndidateAssessment\x12\x0f\n\x07\x64rug_id\x18\x01 \x01(\t\x12\x11\n\tdrug_name\x18\x02 \x01(\t\x12\'\n\x06\x66\x61\x63\x65ts\x18\x03 \x03(\x0b\x32\x17.rag.v1.FacetAssessment\x12\"\n\x08\x64\x65\x63ision\x18\x04 \x01(\x0b\x32\x10.rag.v1.Decision\"Q\n\x14\x41ssessPatientRequest\x12\x10\n\x08\x64rug_ids\x18\x01 \x03(\t\x12\'\n\x07patient\x18\x02 \x01(\x0b\x32\x16.rag.v1.PatientContext\"\x93\x01\n\x15\x41ssessPatientResponse\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12\x30\n\x0b\x61ssessments\x18\x02 \x03(\x0b\x32\x1b.rag.v1.CandidateAssessment\x12$\n\x07timings\x18\x03 \x03(\x0b\x32\x13.rag.v1.StageTiming\"\x12\n\x10ListDrugsRequest\"J\n\x0b\x44rugSummary\x12\x0f\n\x07\x64rug_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x14\n\x0csection_keys\x18\x03 \x03(\t\"7\n\x11ListDrugsResponse\x12\"\n\x05\x64rugs\x18\x01 \x03(\x0b\x32\x13.rag.v1.DrugSummary*\xcb\x01\n\x05Route\x12\x15\n\x11ROUTE_UNSPECIFIED\x10\x00\x12\x11\n\rROUTE_SECTION\x10\x01\x12\x18\n\x14ROUTE_SECTION_POOLED\x10\x02\x12\x17\n\x13ROUTE_DRUG_OVERVIEW\x10\x03\x12\x13\n\x0fROUTE_FREE_FORM\x10\x04\x12\x17\n\x13ROUTE_CORPUS_SEARCH\x10\x05\x12\x0e\n\nROUTE_NONE\x10\x06\x12\x14\n\x10ROUTE_INDICATION\x10\x07\x12\x11\n\rROUTE_PATIENT\x10\x08*\x90\x01\n\x05\x46\x61\x63\x65t\x12\x15\n\x11\x46\x41\x43\x45T_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46\x41\x43\x45T_INTERACTION\x10\x01\x12\x11\n\rFACET_WARNING\x10\x02\x12\x18\n\x14\x46\x41\x43\x45T_DOSAGE_CONTEXT\x10\x03\x12\x13\n\x0f\x46\x41\x43\x45T_PREGNANCY\x10\x04\x12\x17\n\x13\x46\x41\x43\x45T_BREASTFEEDING\x10\x05*\xa5\x01\n\x0f\x43\x61ndidateStatus\x12 \n\x1c\x43\x41NDIDATE_STATUS_UNSPECIFIED\x10\x00\x12#\n\x1f\x43\x41NDIDATE_STATUS_EVIDENCE_FOUND\x10\x01\x12*\n&CANDIDATE_STATUS_INSUFFICIENT_EVIDENCE\x10\x02\x12\x1f\n\x1b\x43\x41NDIDATE_STATUS_VERIFY_PDF\x10\x03\x32\xb8\x02\n\x10RetrievalService\x12=\n\x08Retrieve\x12\x17.rag.v1.RetrieveRequest\x1a\x18.rag.v1.RetrieveResponse\x12U\n\x10LookupIndication\x12\x1f.rag.v1.LookupIndicationRequest\x1a .rag.v1.LookupIndicationResponse\x12L\n\rAssessPatient\x12\x1c.rag.v1.AssessPatientRequest\x1a\x1d.rag.v1.AssessPatientResponse\x12@\n\tListDrugs\x12\x18.rag.v1.ListDrugsRequest\x1a\x19.rag.v1.ListDrugsResponseB6\n\x13vn.formulary.rag.v1P\x01Z\x1d\x66ormularyrag/gen/rag/v1;ragv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rag.v1.retrieval_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\023vn.formulary.rag.v1P\001Z\035formularyrag/gen/rag/v1;ragv1'
-  _globals['_ROUTE']._serialized_start=1448
-  _globals['_ROUTE']._serialized_end=1651
-  _globals['_FACET']._serialized_start=1654
-  _globals['_FACET']._serialized_end=1798
-  _globals['_CANDIDATESTATUS']._serialized_start=1801
-  _globals['_CANDIDATESTATUS']._serialized_end=1966
+  _globals['_ROUTE']._serialized_start=1618
+  _globals['_ROUTE']._serialized_end=1821
+  _globals['_FACET']._serialized_start=1824
+  _globals['_FACET']._serialized_end=1968
+  _globals['_CANDIDATESTATUS']._serialized_start=1971
+  _globals['_CANDIDATESTATUS']._serialized_end=2136
   _globals['_RETRIEVEREQUEST']._serialized_start=55
   _globals['_RETRIEVEREQUEST']._serialized_end=160
   _globals['_RETRIEVERESPONSE']._serialized_start=163
@@ -49,20 +49,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_INDICATIONCANDIDATE']._serialized_end=607
   _globals['_LOOKUPINDICATIONRESPONSE']._serialized_start=610
   _globals['_LOOKUPINDICATIONRESPONSE']._serialized_end=780
-  _globals['_FACETASSESSMENT']._serialized_start=783
-  _globals['_FACETASSESSMENT']._serialized_end=922
-  _globals['_CANDIDATEASSESSMENT']._serialized_start=925
-  _globals['_CANDIDATEASSESSMENT']._serialized_end=1059
-  _globals['_ASSESSPATIENTREQUEST']._serialized_start=1061
-  _globals['_ASSESSPATIENTREQUEST']._serialized_end=1142
-  _globals['_ASSESSPATIENTRESPONSE']._serialized_start=1145
-  _globals['_ASSESSPATIENTRESPONSE']._serialized_end=1292
-  _globals['_LISTDRUGSREQUEST']._serialized_start=1294
-  _globals['_LISTDRUGSREQUEST']._serialized_end=1312
-  _globals['_DRUGSUMMARY']._serialized_start=1314
-  _globals['_DRUGSUMMARY']._serialized_end=1388
-  _globals['_LISTDRUGSRESPONSE']._serialized_start=1390
-  _globals['_LISTDRUGSRESPONSE']._serialized_end=1445
-  _globals['_RETRIEVALSERVICE']._serialized_start=1969
-  _globals['_RETRIEVALSERVICE']._serialized_end=2281
+  _globals['_FACETMATCH']._serialized_start=783
+  _globals['_FACETMATCH']._serialized_end=913
+  _globals['_FACETASSESSMENT']._serialized_start=916
+  _globals['_FACETASSESSMENT']._serialized_end=1092
+  _globals['_CANDIDATEASSESSMENT']._serialized_start=1095
+  _globals['_CANDIDATEASSESSMENT']._serialized_end=1229
+  _globals['_ASSESSPATIENTREQUEST']._serialized_start=1231
+  _globals['_ASSESSPATIENTREQUEST']._serialized_end=1312
+  _globals['_ASSESSPATIENTRESPONSE']._serialized_start=1315
+  _globals['_ASSESSPATIENTRESPONSE']._serialized_end=1462
+  _globals['_LISTDRUGSREQUEST']._serialized_start=1464
+  _globals['_LISTDRUGSREQUEST']._serialized_end=1482
+  _globals['_DRUGSUMMARY']._serialized_start=1484
+  _globals['_DRUGSUMMARY']._serialized_end=1558
+  _globals['_LISTDRUGSRESPONSE']._serialized_start=1560
+  _globals['_LISTDRUGSRESPONSE']._serialized_end=1615
+  _globals['_RETRIEVALSERVICE']._serialized_start=2139
+  _globals['_RETRIEVALSERVICE']._serialized_end=2451
 # @@protoc_insertion_point(module_scope)

@@ -271,6 +271,46 @@ class LookupIndicationResponse(_message.Message):
 Global___LookupIndicationResponse: _TypeAlias = LookupIndicationResponse  # noqa: Y015
 
 @_typing.final
+class FacetMatch(_message.Message):
+    """Why a piece of facet evidence was picked: which patient fact matched which words, and how."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FACT_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    MATCHED_FIELD_NUMBER: _builtins.int
+    MATCH_KIND_FIELD_NUMBER: _builtins.int
+    CHUNK_ID_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    fact: _builtins.str
+    """The patient fact as given ("Ibuprofen 400mg x 3 lần/ngày", "huyết áp cao")."""
+    name: _builtins.str
+    """The name or condition read from it ("ibuprofen")."""
+    matched: _builtins.str
+    """The words found in the evidence ("thuốc chống viêm không steroid")."""
+    match_kind: _common_pb2.MatchKind.ValueType
+    chunk_id: _builtins.str
+    detail: _builtins.str
+    """For a class match: how membership is known ("ATC M01AE01", "Loại thuốc", "clinical vocabulary")."""
+    def __init__(
+        self,
+        *,
+        fact: _builtins.str = ...,
+        name: _builtins.str = ...,
+        matched: _builtins.str = ...,
+        match_kind: _common_pb2.MatchKind.ValueType = ...,
+        chunk_id: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "detail", b"detail", "fact", b"fact", "match_kind", b"match_kind", "matched", b"matched", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FacetMatch: _TypeAlias = FacetMatch  # noqa: Y015
+
+@_typing.final
 class FacetAssessment(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -278,12 +318,17 @@ class FacetAssessment(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     EVIDENCE_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
+    MATCHES_FIELD_NUMBER: _builtins.int
     facet: Global___Facet.ValueType
     status: Global___CandidateStatus.ValueType
     query: _builtins.str
     """The query text this facet searched with."""
     @_builtins.property
     def evidence(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Evidence]: ...
+    @_builtins.property
+    def matches(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetMatch]:
+        """What matched in each evidence chunk, and how."""
+
     def __init__(
         self,
         *,
@@ -291,10 +336,11 @@ class FacetAssessment(_message.Message):
         status: Global___CandidateStatus.ValueType = ...,
         evidence: _abc.Iterable[_common_pb2.Evidence] | None = ...,
         query: _builtins.str = ...,
+        matches: _abc.Iterable[Global___FacetMatch] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["evidence", b"evidence", "facet", b"facet", "query", b"query", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["evidence", b"evidence", "facet", b"facet", "matches", b"matches", "query", b"query", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from rag_server.text.normalize import fold
 
@@ -39,11 +39,12 @@ class Tok:
 
 
 def _raw(word: str) -> str:
-    return unicodedata.normalize("NFC", word).translate(_D).lower()
+    return unicodedata.normalize("NFKC", word).translate(_D).lower()
 
 
 def tokenize(text: str) -> list[Tok]:
-    text = unicodedata.normalize("NFC", text)
+    """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters)."""
+    text = unicodedata.normalize("NFKC", text)
     pieces = [(m, _raw(m.group())) for m in _TOKEN.finditer(text)]
     folded = [raw if raw in PUNCT else fold(raw) for _, raw in pieces]
     loose = all(raw == f for (_, raw), f in zip(pieces, folded, strict=True))
@@ -89,16 +90,44 @@ def find(toks: Sequence[Tok], pat: Phrase) -> list[int]:
     return [i for i, t in enumerate(toks) if t.folded == first and match_at(toks, i, pat)]
 
 
+class Phrases(tuple[Phrase, ...]):
+    """An immutable set of patterns indexed by their first folded word, so matching a question costs
+    O(question words x patterns sharing a first word), never O(question words x all patterns)."""
+
+    @cached_property
+    def by_first(self) -> dict[str, tuple[Phrase, ...]]:
+        index: dict[str, list[Phrase]] = {}
+        for pat in self:
+            if len(pat):
+                index.setdefault(pat.folded[0], []).append(pat)
+        return {k: tuple(sorted(v, key=lambda p: (-len(p), p.text))) for k, v in index.items()}
+
+    def matches(self, toks: Sequence[Tok]) -> list[tuple[int, Phrase]]:
+        """Every (start, pattern) occurrence, overlapping ones included."""
+        index = self.by_first
+        out: list[tuple[int, Phrase]] = []
+        for i, tok in enumerate(toks):
+            for pat in index.get(tok.folded, ()):
+                if match_at(toks, i, pat):
+                    out.append((i, pat))
+        return out
+
+
+def phrases(patterns: Iterable[Phrase]) -> Phrases:
+    return patterns if isinstance(patterns, Phrases) else Phrases(patterns)
+
+
 def find_any(toks: Sequence[Tok], patterns: Iterable[Phrase]) -> list[tuple[int, Phrase]]:
-    """Non-overlapping matches, longest pattern first."""
+    """Non-overlapping matches, longest pattern first (then by pattern text, then leftmost)."""
+    hits = phrases(patterns).matches(toks)
+    hits.sort(key=lambda f: (-len(f[1]), f[1].text, f[0]))
     taken = [False] * len(toks)
     found: list[tuple[int, Phrase]] = []
-    for pat in sorted(patterns, key=lambda p: (-len(p), p.text)):
-        for i in find(toks, pat):
-            if not any(taken[i : i + len(pat)]):
-                for j in range(i, i + len(pat)):
-                    taken[j] = True
-                found.append((i, pat))
+    for i, pat in hits:
+        if not any(taken[i : i + len(pat)]):
+            for j in range(i, i + len(pat)):
+                taken[j] = True
+            found.append((i, pat))
     found.sort(key=lambda f: f[0])
     return found
 

@@ -1,0 +1,40 @@
+"""Calibrate the dense floor of the indication fallback for THIS corpus and THIS embedder, at ingest.
+
+Dense search always returns nearest neighbours, even for a made-up condition, and where real matches and
+nonsense separate depends on the embedder (e5-small cosines sit between 0.83 and 0.92). So no global
+number is right: at ingest, the made-up conditions of clinical.toml [calibration] are embedded like a
+lookup ("điều trị {x}") and compared with every chi_dinh prose chunk of the new corpus; the floor is the
+best score any of them reached plus `margin`. It is recorded in the manifest; a corpus without one (an
+older manifest) gets no dense fallback at all. Cost: one embedding call of a few dozen short texts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rag_server.domain import Chunk, ChunkKind
+from rag_server.providers.base import Embedder
+from rag_server.vocabulary.clinical import Calibration
+
+INDICATION_SECTION = "chi_dinh"
+
+
+def indication_dense_floor(
+    chunks: Sequence[Chunk], dense: Sequence[Sequence[float]], embedder: Embedder, calibration: Calibration
+) -> float:
+    """max over the probes of their best cosine with a chi_dinh prose chunk, plus the margin (0.0 when the
+    corpus has no chi_dinh chunk or no probe is configured: the dense fallback then stays off)."""
+    targets = [
+        vector for chunk, vector in zip(chunks, dense, strict=True)
+        if chunk.section_key == INDICATION_SECTION and chunk.chunk_kind is ChunkKind.PROSE
+    ]
+    if not targets or not calibration.probes:
+        return 0.0
+    queries = embedder.embed([calibration.template.format(p) for p in calibration.probes], "query")
+    best = max(_dot(q, t) for q in queries for t in targets)
+    return round(min(1.0, best + calibration.margin), 6)
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return math.fsum(x * y for x, y in zip(a, b, strict=False))
