@@ -5,8 +5,8 @@ Graceful stop (SIGTERM/SIGINT, or RunningServer.stop):
 2. for a short acceptance window (min(1 s, grace / 4)) everything already on its way is still served, so
    calls the server accepted just before the signal are never cut;
 3. then new calls (health excepted) are refused with UNAVAILABLE while the accepted ones run to completion;
-4. when none is left in flight, or the grace period (RAG_GRACE_PERIOD_S) is over, the server stops; a call
-   still running then is cancelled, and its work stops at its next stage.
+4. when none is left in flight and no call arrived for 0.2 s, or the grace period (RAG_GRACE_PERIOD_S) is
+   over, the server stops; a call still running then is cancelled, and its work stops at its next stage.
 The process exits by the end of the grace period even when a worker thread is stuck (cli.py).
 """
 
@@ -54,6 +54,7 @@ SERVICE_NAMES = (
 
 
 ACCEPT_WINDOW_S = 1.0
+QUIET_S = 0.2  # no call for this long before the server stops (queued calls are refused, not cut)
 
 
 @dataclass
@@ -73,6 +74,8 @@ class RunningServer:
         await asyncio.sleep(min(ACCEPT_WINDOW_S, grace / 4))
         self.lifecycle.drain()
         idle = await self.lifecycle.wait_idle(max(0.0, ends - loop.time()))
+        if idle:
+            await self.lifecycle.wait_quiet(QUIET_S, max(0.0, ends - loop.time()))
         if not idle:
             log.warning("grace period over, %d call(s) in flight: cancelling", self.lifecycle.in_flight)
         await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)

@@ -89,15 +89,20 @@ def patient(facts: PatientFacts) -> pb.PatientContext:
 
 def patient_from_proto(msg: pb.PatientContext) -> PatientFacts:
     return PatientFacts(
-        current_medications=[m.strip() for m in msg.current_medications if m.strip()],
-        conditions=[c.strip() for c in msg.conditions if c.strip()],
+        current_medications=_distinct(msg.current_medications),
+        conditions=_distinct(msg.conditions),
         age_years=msg.age_years or None,
         pregnant=msg.pregnant,
         breastfeeding=msg.breastfeeding,
         renal_impairment=msg.renal_impairment,
         hepatic_impairment=msg.hepatic_impairment,
-        allergies=[a.strip() for a in msg.allergies if a.strip()],
+        allergies=_distinct(msg.allergies),
     )
+
+
+def _distinct(values: Iterable[str]) -> list[str]:
+    """Non-empty values, stripped, each once (a list repeating one entry costs no more than one)."""
+    return list(dict.fromkeys(v.strip() for v in values if v.strip()))
 
 
 _STAGE_KIND = {

@@ -92,7 +92,18 @@ def resolve_ingest_path(raw: str, settings: Settings) -> Path:
     configure one. Messages quote the caller's path cut short, never a server path."""
     v = Violations()
     v.check_text("path", raw, L.PATH_CHARS)
+    if any(len(part.encode("utf-8")) > L.PATH_PART_BYTES for part in Path(raw).parts):
+        v.add("path", f"each folder or file name must be at most {L.PATH_PART_BYTES} bytes")
     v.raise_if_any()
+    try:
+        return _resolve_inside(raw, settings)
+    except OSError as exc:  # unreadable components and the like: no such document for this caller
+        raise not_found(
+            f"no such document: '{L.echo(raw)}'", ("path", f"cannot be read ({type(exc).__name__})")
+        ) from exc
+
+
+def _resolve_inside(raw: str, settings: Settings) -> Path:
     roots = allowed_roots(settings)
     if DOCUMENT_ID.fullmatch(raw):
         candidates = [settings.uploads_dir / f"{raw}.pdf"]

@@ -14,6 +14,7 @@ import contextvars
 import inspect
 import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -52,11 +53,13 @@ class Lifecycle:
     def __init__(self) -> None:
         self.in_flight = 0
         self.draining = False
+        self.last_call = 0.0  # time.monotonic() of the last call seen (served or refused)
         self._idle = asyncio.Event()
         self._idle.set()
 
     def enter(self) -> None:
         self.in_flight += 1
+        self.last_call = time.monotonic()
         self._idle.clear()
 
     def leave(self) -> None:
@@ -67,6 +70,13 @@ class Lifecycle:
 
     def drain(self) -> None:
         self.draining = True
+
+    async def wait_quiet(self, quiet_s: float, timeout: float) -> None:
+        """Until no call has arrived for `quiet_s` (calls still queued get their UNAVAILABLE instead of
+        being cut by the server's stop), at most `timeout` seconds."""
+        ends = time.monotonic() + timeout
+        while (now := time.monotonic()) < ends and now - self.last_call < quiet_s:
+            await asyncio.sleep(min(quiet_s, ends - now))
 
     async def wait_idle(self, timeout: float) -> bool:
         """True when no call is in flight within `timeout` seconds."""

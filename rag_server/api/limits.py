@@ -21,6 +21,7 @@ MISSING_FIELD_CHARS = 64
 AGE_YEARS_MAX = 130
 FILENAME_CHARS = 255
 PATH_CHARS = 4096
+PATH_PART_BYTES = 255  # one folder or file name
 ECHO_CHARS = 40  # a value quoted back in an error message is cut to this
 
 
@@ -53,7 +54,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("Retrieve, AssessPatient", "patient.age_years", f"0 (not stated) – {AGE_YEARS_MAX}", ""),
     Limit("LookupIndication", "indication", f"1–{INDICATION_CHARS} characters", "no control characters"),
     Limit("AssessPatient", "drug_ids", "1 – RAG_PATIENT_CANDIDATE_LIMIT items, each a drug_id", "no repeats"),
-    Limit("Ingest", "path", f"≤ {PATH_CHARS} characters", "no NUL; inside RAG_INGEST_ROOTS or the uploads"),
+    Limit("Ingest", "path", f"≤ {PATH_CHARS} characters, each name ≤ {PATH_PART_BYTES} bytes",
+          "no NUL; inside RAG_INGEST_ROOTS or the uploads"),
     Limit("UploadDocument", "metadata.filename", f"1–{FILENAME_CHARS} characters", "no control characters"),
     Limit("UploadDocument", "bytes", "≤ RAG_UPLOAD_MAX_MB MiB", "a PDF (`%PDF-` in the first KiB)"),
     Limit("every RPC", "message size", "≤ RAG_MAX_MESSAGE_MB MiB", "enforced by gRPC"),

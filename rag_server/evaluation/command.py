@@ -1,7 +1,10 @@
-"""`rag-server eval QUESTIONS.jsonl --target HOST:PORT [--baseline] [--json OUT]`.
+"""`rag-server eval QUESTIONS.jsonl [MORE.jsonl ...] --target HOST:PORT [--baseline] [--json OUT]`.
 
-Drives the running service over gRPC; `--baseline` also runs the dense-only baseline in-process
-against the same data dir (a snapshot of it when a running server holds the embedded store's lock).
+Drives the running service over gRPC, one report per question file (e.g. the dev split and the frozen
+holdout: `rag-server eval eval/dev_questions.jsonl eval/holdout_questions.jsonl`); warns when a file's gold
+drugs are not in the served corpus (ListDrugs), since those questions cannot be answered there.
+`--baseline` also runs the dense-only baseline in-process against the same data dir (a snapshot of it when
+a running server holds the embedded store's lock).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from rag_server.store.base import Store
 def add_eval_parser(sub: Any) -> None:
     """Register the `eval` sub-command on an argparse sub-parsers object."""
     p = sub.add_parser("eval", help="evaluate retrieval of a running service on a question set")
-    p.add_argument("questions", help="JSONL question file (see eval/dev_questions.jsonl)")
+    p.add_argument("questions", nargs="+",
+                   help="JSONL question file(s) (eval/dev_questions.jsonl, eval/holdout_questions.jsonl)")
     p.add_argument("--target", default=None,
                    help="HOST:PORT of the running service (default RAG_HOST:RAG_PORT)")
     p.add_argument("--baseline", action="store_true",
@@ -44,7 +48,7 @@ def add_eval_parser(sub: Any) -> None:
     p.add_argument("--no-warmup", action="store_true",
                    help="score the very first calls too (by default a few unscored calls warm the service)")
     p.add_argument("--fail-under", type=float, default=None,
-                   help="exit 1 when the service's section hit@1 is below this value")
+                   help="exit 1 when the service's section hit@1 (of any file) is below this value")
     p.set_defaults(func=cmd_eval)
 
 
@@ -98,6 +102,25 @@ def wide_console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=140)
 
 
+def gold_drugs(questions: list[Question]) -> set[str]:
+    return {d for q in questions for d in (q.gold_drug_id, *q.gold_drug_ids, *q.drug_ids) if d}
+
+
+async def served_drugs(target: str, timeout_s: float = 10.0) -> set[str] | None:
+    """The drug ids the running service serves (None when it serves no corpus or cannot be asked)."""
+    import grpc
+
+    from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
+
+    try:
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            reply = await stub.ListDrugs(retrieval_pb2.ListDrugsRequest(), timeout=timeout_s)
+    except grpc.aio.AioRpcError:
+        return None
+    return {d.drug_id for d in reply.drugs}
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     console = wide_console()
     overrides: dict[str, Any] = {}
@@ -105,42 +128,58 @@ def cmd_eval(args: argparse.Namespace) -> int:
         overrides["data_dir"] = Path(args.data_dir)
     settings = Settings(**overrides)
     target = args.target or f"{settings.host}:{settings.port}"
-    try:
-        from rag_server.vocabulary import load_vocabulary
+    from rag_server.vocabulary import load_vocabulary
 
-        questions = load_questions(args.questions, load_vocabulary().keys)
-    except (OSError, DatasetError) as exc:
-        console.print(f"[red]cannot read questions:[/red] {exc}")
-        return 2
-    console.print(f"evaluating {len(questions)} questions against {target}")
-    try:
-        outcomes = asyncio.run(
-            run_eval(target, questions, args.concurrency, args.timeout, warmup=not args.no_warmup)
-        )
-    except ConnectionError as exc:
-        console.print(f"[red]{exc}[/red]")
-        return 2
-    service = summarize(outcomes)
-    baseline: EvalReport | None = None
-    if args.baseline:
-        console.print(f"dense-only baseline on {settings.data_dir} ({settings.embedder})")
-        baseline = run_baseline(questions, settings)
-    print_report(console, service, baseline, args.misses)
-    if args.json_out:
-        data = report_json(service, baseline)
-        data["target"] = target
-        data["questions"] = str(args.questions)
-        data["outcomes"] = [
+    sets: list[tuple[str, list[Question]]] = []
+    for path in args.questions:
+        try:
+            sets.append((str(path), load_questions(path, load_vocabulary().keys)))
+        except (OSError, DatasetError) as exc:
+            console.print(f"[red]cannot read questions:[/red] {exc}")
+            return 2
+    served = asyncio.run(served_drugs(target))
+    data: dict[str, Any] = {"target": target, "splits": {}}
+    status = 0
+    for path, questions in sets:
+        console.rule(f"{path}: {len(questions)} questions against {target}")
+        missing = sorted(gold_drugs(questions) - served) if served is not None else []
+        if served is None:
+            console.print("[yellow]warning:[/yellow] the service lists no drugs (no corpus served?): "
+                          "every question about a drug will miss")
+        elif missing:
+            shown = ", ".join(missing[:8]) + (" …" if len(missing) > 8 else "")
+            console.print(f"[yellow]warning:[/yellow] {len(missing)} gold drug(s) of this question set are "
+                          f"not in the served corpus ({shown}): their questions cannot be answered here; "
+                          "ingest the formulary they were written for")
+        try:
+            outcomes = asyncio.run(
+                run_eval(target, questions, args.concurrency, args.timeout, warmup=not args.no_warmup)
+            )
+        except ConnectionError as exc:
+            console.print(f"[red]{exc}[/red]")
+            return 2
+        service = summarize(outcomes)
+        baseline: EvalReport | None = None
+        if args.baseline:
+            console.print(f"dense-only baseline on {settings.data_dir} ({settings.embedder})")
+            baseline = run_baseline(questions, settings)
+        print_report(console, service, baseline, args.misses)
+        split = report_json(service, baseline)
+        split["missing_gold_drugs"] = missing
+        split["outcomes"] = [
             {"id": o.question.id, "kind": o.question.kind, "got": o.got_label, "gold": o.gold_label,
              "route": o.route, "millis": round(o.millis, 2)}
             for o in outcomes
         ]
+        data["splits"][path] = split
+        if args.fail_under is not None and service.section_hit1.value < args.fail_under:
+            value = service.section_hit1.value
+            console.print(f"[red]{path}: section hit@1 {value:.3f} < {args.fail_under}[/red]")
+            status = 1
+    if args.json_out:
         Path(args.json_out).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         console.print(f"wrote {args.json_out}")
-    if args.fail_under is not None and service.section_hit1.value < args.fail_under:
-        console.print(f"[red]section hit@1 {service.section_hit1.value:.3f} < {args.fail_under}[/red]")
-        return 1
-    return 0
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,6 +47,21 @@ def prepare(chunks: Sequence[Chunk]) -> list[PreparedChunk]:
     return [PreparedChunk(c, tuple(words(tokenize(c.text)))) for c in chunks]
 
 
+def known_words(chunks: Sequence[PreparedChunk]) -> frozenset[str]:
+    """Every folded word of the chi_dinh chunks (an indication none of whose words occurs there has nothing
+    near it: the dense fallback is not tried)."""
+    key = id(chunks)
+    cached = _WORDS.get(key)
+    if cached is None or cached[0] is not chunks:
+        cached = (chunks, frozenset(t.folded for c in chunks for t in c.words))
+        _WORDS.clear()
+        _WORDS[key] = cached
+    return cached[1]
+
+
+_WORDS: dict[int, tuple[Sequence[PreparedChunk], frozenset[str]]] = {}
+
+
 def keyword_score(position: int, word_count: int) -> float:
     return 1.0 + 1.0 / (1.0 + position) + 1.0 / (1.0 + word_count / 40.0)
 

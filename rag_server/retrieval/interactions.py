@@ -3,7 +3,8 @@
 For one medicine (rag_server.understanding.medications) and one chunk:
   * by name: a word of the chunk has the same spelling-variant key as a specific word of the medicine's
     name, or of the monograph title / INN it resolved to -> EXACT (same folded word) or VARIANT; within a
-    bounded typo -> TYPO. Keys shorter than 5 letters must be the same word, accents included when typed.
+    bounded typo -> TYPO. Keys shorter than 5 letters must be the same word (accents included when typed)
+    or the variant of a longer typed word ("lithium" for "Lithi").
   * by class: the chunk names (any alias of) a class the medicine belongs to -> CLASS, with how the
     membership is known (ATC code, Loại thuốc line, clinical vocabulary).
 A chunk with a name match beats one with a class match only. Nothing found stays nothing: the facet is
@@ -21,7 +22,7 @@ from rag_server.domain import Chunk, FactMatch, MatchKind
 from rag_server.text.match import Tok, find_any, tokenize, words
 from rag_server.text.spelling import inn_key, typo_bound, within_typo
 from rag_server.understanding.catalog import Catalog
-from rag_server.understanding.drug_classes import ClassIndex
+from rag_server.understanding.drug_classes import ClassIndex, Membership
 from rag_server.understanding.medications import MedicationName, name_keys
 from rag_server.vocabulary.clinical import MedicationRules
 
@@ -64,10 +65,9 @@ def name_matches(
             if not word_key or tok.folded in found:
                 continue
             if word_key == key:
-                if short and not _same_short_word(tok, typed):
+                if short and not _short_key_fits(tok, key, typed):
                     continue
-                same = tok.folded in typed or tok.folded == key
-                kind = MatchKind.EXACT if same else MatchKind.VARIANT
+                kind = MatchKind.EXACT if tok.folded in typed else MatchKind.VARIANT
             elif not short and within_typo(key, word_key) is not None:
                 kind = MatchKind.TYPO
             else:
@@ -79,14 +79,20 @@ def name_matches(
     return list(found.values())
 
 
-def _same_short_word(tok: Tok, typed: dict[str, Tok]) -> bool:
+def _short_key_fits(tok: Tok, key: str, typed: dict[str, Tok]) -> bool:
+    """A key of < 5 letters says little ("sắt" and "sát" share one): the same word, accents included when
+    they were typed, or a longer typed word that its spelling variant shortened ("lithium" = "lithi")."""
     mine = typed.get(tok.folded)
-    return mine is not None and (mine.loose or mine.raw == tok.raw)
+    if mine is not None:
+        return mine.loose or mine.raw == tok.raw
+    return any(len(word) > len(key) + 1 and inn_key(word) == key for word in typed)
 
 
-def class_matches(medication: MedicationName, classes: ClassIndex, text: ChunkWords) -> list[FactMatch]:
+def class_matches(
+    medication: MedicationName, memberships: Sequence[Membership], text: ChunkWords
+) -> list[FactMatch]:
     out: list[FactMatch] = []
-    for membership in classes.classes_of(medication):
+    for membership in memberships:
         for i, alias in find_any(text.toks, membership.drug_class.aliases):
             matched = " ".join(t.raw for t in text.toks[i : i + len(alias)])
             detail = f"{medication.name} ∈ {membership.drug_class.name} ({membership.via})"
@@ -107,9 +113,10 @@ def best_chunks(
 ) -> list[tuple[ChunkWords, list[FactMatch]]]:
     """The chunks that speak of the medicine (by name before by class), best first, at most `limit`."""
     keys = medication_keys(medication, catalog, rules)
+    memberships = classes.classes_of(medication)
     scored: list[tuple[tuple[int, int, int], ChunkWords, list[FactMatch]]] = []
     for text in texts:
-        matches = name_matches(medication, keys, text) or class_matches(medication, classes, text)
+        matches = name_matches(medication, keys, text) or class_matches(medication, memberships, text)
         if matches:
             rank = min(_RANK.get(m.kind, 9) for m in matches)
             scored.append(((rank, -len(matches), text.chunk.part_index), text, matches))

@@ -171,16 +171,39 @@ def _facet(facet: Facet, hits: list[Hit], matches: list[FactMatch], query: str) 
     return FacetResult(facet, status, kept, query, [m for m in matches if m.chunk_id in kept_ids])
 
 
-def assess_candidate(store: Store, ctx: PatientContext, drug_id: str, facts: PatientFacts) -> CandidateResult:
+@dataclass(frozen=True)
+class PatientReading:
+    """A patient's facts read once per request (not once per drug assessed)."""
+
+    facts: PatientFacts
+    medications: list[MedicationName]
+    allergens: list[MedicationName]
+    warnings: list[FactAnchors]
+    dosage: list[FactAnchors]
+
+
+def read_patient(facts: PatientFacts, ctx: PatientContext) -> PatientReading:
+    return PatientReading(
+        facts,
+        read_medications(facts.current_medications, ctx.clinical.medication, ctx.catalog),
+        read_medications(facts.allergies, ctx.clinical.medication, ctx.catalog),
+        with_synonyms(warning_anchors(facts, ctx.rules), ctx.clinical),
+        with_synonyms(dosage_anchors(facts, ctx.rules), ctx.clinical),
+    )
+
+
+def assess_candidate(
+    store: Store, ctx: PatientContext, drug_id: str, reading: PatientReading
+) -> CandidateResult:
     catalog = ctx.catalog
     if drug_id not in catalog.drugs:
         return CandidateResult(
             drug_id, drug_id, [], make_decision(R.DECISION_REASON_DRUG_NOT_FOUND, detail=drug_id)
         )
-    medications = read_medications(facts.current_medications, ctx.clinical.medication, catalog)
-    allergens = read_medications(facts.allergies, ctx.clinical.medication, catalog)
-    warnings = with_synonyms(warning_anchors(facts, ctx.rules), ctx.clinical)
-    dosage = with_synonyms(dosage_anchors(facts, ctx.rules), ctx.clinical)
+    facts = reading.facts
+    medications, allergens, warnings, dosage = (
+        reading.medications, reading.allergens, reading.warnings, reading.dosage
+    )
     wanted = [
         *(INTERACTION_SECTIONS if medications else ()),
         *(WARNING_SECTIONS if warnings or allergens else ()),

@@ -23,12 +23,13 @@ from rag_server.retrieval.indication import (
     group_by_drug,
     indication_chunks,
     keyword_pass,
+    known_words,
     synonym_pass,
 )
 from rag_server.retrieval.lexical import content_terms
 from rag_server.retrieval.overview import overview_hits
 from rag_server.retrieval.packing import pack_evidence
-from rag_server.retrieval.patient import PatientContext, assess_candidate
+from rag_server.retrieval.patient import PatientContext, assess_candidate, read_patient
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.reference import pointer_targets, prose_text
 from rag_server.retrieval.results import (
@@ -449,7 +450,9 @@ class Retriever:
             stage = IndicationStage.SYNONYM if hits else IndicationStage.NONE
         manifest = self.store.manifest()
         floor = manifest.indication_dense_floor if manifest is not None else 0.0
-        if not hits and self.embedder is not None and floor > 0:
+        if not hits and self.embedder is not None and floor > 0 and known_words(chunks) & {
+            t.folded for t in content_words(toks, self.clinical, self.rules)
+        }:  # a word of it occurs in some chi_dinh text: something may be near
             hits, best = dense_pass(
                 self.store, self.embedder, indication, self.policy, floor, self.clinical.calibration.template,
                 timings,
@@ -486,8 +489,10 @@ class Retriever:
             catalog, self.rules, self.clinical, self.catalogs.classes(catalog, self.clinical), self.policy,
             self.vocabulary,
         )
+        with timings.stage("read_facts"):
+            reading = read_patient(facts, ctx)
         with timings.stage("assess"):
-            candidates = [assess_candidate(self.store, ctx, d, facts) for d in drug_ids]
+            candidates = [assess_candidate(self.store, ctx, d, reading) for d in drug_ids]
         evidence = [h for c in candidates for f in c.facets for h in f.evidence]
         with timings.stage("decide"):
             if evidence:

@@ -66,6 +66,7 @@ MAX_PREFIX_DRUGS = 8  # a prefix of more drugs' names than this is ignored, not 
 MAX_PREFIX_WORDS_SCANNED = 64  # words of a question examined for a prefix
 MAX_WORD_CHARS = 40  # a longer "word" is no drug name (nor a typo or a prefix of one)
 MAX_FUZZY_SPANS = 48  # spans of a question looked up in the typo index
+MAX_FUZZY_WORDS = 64  # words of a question where a typo'd name may start
 _PARENS = re.compile(r"\(([^()]*)\)")
 _ROMAN = re.compile(r"^[ivxlcdm]+$")
 _STRENGTH = re.compile(
@@ -228,9 +229,10 @@ class Catalog:
 
     def _fuzzy(self, toks: Sequence[Tok]) -> list[Mention]:
         """Bounded: only spans of plausible name length (each word <= MAX_WORD_CHARS, the span no longer
-        than the longest name + the edit bound) with a word that is no known word, at most
-        MAX_FUZZY_SPANS of them, left to right: a typo lookup costs the same whatever the question."""
-        words_only = [i for i, t in enumerate(toks) if not t.is_punct]
+        than the longest name + the edit bound) with a word that is no known word, among the first
+        MAX_FUZZY_WORDS words, at most MAX_FUZZY_SPANS of them: a typo lookup costs the same whatever the
+        question."""
+        words_only = [i for i, t in enumerate(toks) if not t.is_punct][:MAX_FUZZY_WORDS]
         longest = self.longest_name + LONG_BOUND
         # (distance, start, end, ids, weak)
         candidates: list[tuple[int, int, int, tuple[str, ...], bool]] = []

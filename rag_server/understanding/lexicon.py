@@ -1,7 +1,7 @@
 """Does a word look like an (unknown) drug name? Used only when no catalog drug matched, to tell
 "liều của semaglutid" (DRUG_NOT_FOUND) from "liều dùng bao nhiêu" (CLARIFY: which drug?).
 
-A drug-like word is typed in Latin letters (no Vietnamese diacritics), has at least 5 letters, is not a
+A drug-like word is typed in Latin letters (no Vietnamese diacritics), has 5 to 40 letters, is not a
 word of the section vocabulary or of rules.toml, and cannot be one Vietnamese syllable (folded):
 initial consonant cluster + at most three vowels + final consonant ("semaglutid", "rivaroxaban" are not;
 "nghieng", "khuyet" are).
@@ -17,6 +17,7 @@ from rag_server.understanding.rules import Rules
 from rag_server.vocabulary import Vocabulary
 
 MIN_DRUG_LIKE_CHARS = 5
+MAX_DRUG_LIKE_CHARS = 40  # a longer "word" is no drug name
 _SYLLABLE = re.compile(
     r"^(ngh|ng|nh|ch|gh|gi|kh|ph|qu|th|tr|[bcdghklmnprstvx])?[aeiouy]{1,3}(ch|ng|nh|[cmnpt])?$"
 )
@@ -30,7 +31,7 @@ def is_drug_like(tok: Tok, known: frozenset[str] | set[str], min_chars: int = MI
     """Latin letters only, >= `min_chars` letters, no known word, no Vietnamese syllable."""
     if tok.is_punct or tok.raw != tok.folded or not tok.folded.isalpha() or not tok.folded.isascii():
         return False
-    if len(tok.folded) < min_chars or tok.folded in known:
+    if not min_chars <= len(tok.folded) <= MAX_DRUG_LIKE_CHARS or tok.folded in known:
         return False
     return not is_vietnamese_syllable(tok.folded)
 

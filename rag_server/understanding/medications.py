@@ -102,9 +102,13 @@ def read_medications(
 ) -> list[MedicationName]:
     """Every medicine named in the entries, resolved against the catalog where it can be."""
     out: list[MedicationName] = []
-    for entry in entries:
+    seen: set[str] = set()
+    for entry in dict.fromkeys(entries):
         typed = entry[:MAX_ENTRY_CHARS]
         for name in split_entry(typed, rules):
+            if name in seen:
+                continue
+            seen.add(name)
             drug_id, stage = _resolve(name, catalog)
             keys = name_keys(name, rules)
             if keys or drug_id:

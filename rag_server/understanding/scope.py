@@ -12,8 +12,7 @@ scope (or a clarification when it is only generic words) — "no match is not a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
 
 from rag_server.text.match import Phrase, Phrases, Tok, find_any, words
 from rag_server.understanding.rules import Rules
@@ -29,11 +28,24 @@ def looks_non_human(toks: Sequence[Tok], rules: Rules) -> bool:
     return any(len(p) > 1 or not loose for _, p in find_any(toks, rules.non_human))
 
 
-@lru_cache(maxsize=8)
+_DERIVED: dict[tuple[str, int, int], Phrases] = {}  # (what, id(clinical), id(rules)): built once
+
+
+def _derived(what: str, clinical: ClinicalVocabulary, rules: Rules, build: Callable[[], Phrases]) -> Phrases:
+    """Phrase sets derived from two vocabularies, built once per pair (keyed by identity: hashing the
+    vocabularies themselves would cost more than the lookups)."""
+    key = (what, id(clinical), id(rules))
+    found = _DERIVED.get(key)
+    if found is None:
+        found = _DERIVED[key] = build()
+    return found
+
+
 def _signal(clinical: ClinicalVocabulary, rules: Rules) -> Phrases:
-    detect = [p for c in rules.conditions for p in c.detect]
-    return Phrases(dict.fromkeys([*clinical.medical_terms, *clinical.condition_forms,
-                                  *clinical.class_aliases, *detect]))
+    return _derived("signal", clinical, rules, lambda: Phrases(dict.fromkeys([
+        *clinical.medical_terms, *clinical.condition_forms, *clinical.class_aliases,
+        *(p for c in rules.conditions for p in c.detect),
+    ])))
 
 
 def medical_terms(toks: Sequence[Tok], clinical: ClinicalVocabulary, rules: Rules) -> list[Phrase]:
@@ -55,6 +67,7 @@ def content_words(toks: Sequence[Tok], clinical: ClinicalVocabulary, rules: Rule
     return [t for i, t in enumerate(ws) if i not in covered and any(ch.isalpha() for ch in t.folded)]
 
 
-@lru_cache(maxsize=8)
 def filler_phrases(clinical: ClinicalVocabulary, rules: Rules) -> Phrases:
-    return Phrases(dict.fromkeys([*clinical.generic, *rules.stopword_phrases]))
+    """Generic words and stopwords (with their accents)."""
+    return _derived("fillers", clinical, rules,
+                    lambda: Phrases(dict.fromkeys([*clinical.generic, *rules.stopword_phrases])))

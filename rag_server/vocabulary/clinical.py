@@ -73,6 +73,11 @@ class ClinicalVocabulary:
         return Phrases(p for c in self.conditions for p in c.forms)
 
     @cached_property
+    def generic_words(self) -> frozenset[str]:
+        """Every folded word of the generic phrases."""
+        return frozenset(w for p in self.generic for w in p.folded)
+
+    @cached_property
     def class_aliases(self) -> Phrases:
         return Phrases(a for c in self.classes for a in c.aliases)
 

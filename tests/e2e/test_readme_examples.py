@@ -106,6 +106,22 @@ def _assessed(doc: dict[str, Any]) -> None:
     assert {"FACET_PREGNANCY", "FACET_INTERACTION"} <= {f["facet"] for f in assessment["facets"]}
 
 
+def _by_class(doc: dict[str, Any]) -> None:
+    [assessment] = doc["assessments"]
+    [facet] = [f for f in assessment["facets"] if f["facet"] == "FACET_INTERACTION"]
+    assert facet["status"] == "CANDIDATE_STATUS_EVIDENCE_FOUND", facet
+    assert "MATCH_KIND_CLASS" in {m["match_kind"] for m in facet["matches"]}, facet["matches"]
+
+
+def _out_of_scope(doc: dict[str, Any]) -> None:
+    assert doc["decision"]["reason"] == "DECISION_REASON_OUT_OF_SCOPE" and not doc.get("evidence"), doc
+
+
+def _prefix(doc: dict[str, Any]) -> None:
+    assert doc["frame"]["drug_ids"] == ["zelvorin"]
+    assert doc["frame"]["drug_mentions"][0]["match_kind"] == "MATCH_KIND_PREFIX", doc["frame"]
+
+
 def _listed(doc: dict[str, Any]) -> None:
     assert {"zelvorin", "keptralon"} <= {d["drug_id"] for d in doc["drugs"]}
 
@@ -118,9 +134,12 @@ EXPECTATIONS = {
     '"section_key": "chong_chi_dinh"}': _section,
     """{"drug_id": "zelvorin"}'""": _overview,
     "phụ nữ có thai": _pregnancy,
-    "UnderstandingService/Understand": _understood,
+    "chống chỉ định của zelvorin": _understood,
+    "zelv chống chỉ định": _prefix,
     "LookupIndication": _indication,
-    "AssessPatient": _assessed,
+    '"current_medications": ["keptralon"]': _assessed,
+    "furosemide 40mg": _by_class,
+    "giá vàng hôm nay": _out_of_scope,
     "ListDrugs": _listed,
     "-d '{}' 127.0.0.1:50051 rag.v1.IngestionService/GetCorpus": _corpus,
 }

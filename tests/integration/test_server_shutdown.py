@@ -86,7 +86,8 @@ async def test_stop_lets_inflight_ingest_finish(tmp_path: Path, sample: Path) ->
             assert await watch.code() == grpc.StatusCode.OK
 
             async with grpc.aio.insecure_channel(target) as other:  # health answers while draining
-                reply = await health_pb2_grpc.HealthStub(other).Check(health_pb2.HealthCheckRequest(), timeout=5)
+                check = health_pb2_grpc.HealthStub(other).Check
+                reply = await check(health_pb2.HealthCheckRequest(), timeout=5)
                 assert reply.status == NOT_SERVING
             assert await _refused_soon(target) == grpc.StatusCode.UNAVAILABLE  # new calls are refused
 
@@ -169,7 +170,8 @@ def test_sigterm_under_load_cancels_no_accepted_call(rag_server_process: Callabl
             while not done.is_set():
                 sent = time.monotonic()
                 try:
-                    stub.Retrieve(retrieval_pb2.RetrieveRequest(query=QUERIES[(n + i) % len(QUERIES)]), timeout=30)
+                    query = QUERIES[(n + i) % len(QUERIES)]
+                    stub.Retrieve(retrieval_pb2.RetrieveRequest(query=query), timeout=30)
                     code = grpc.StatusCode.OK
                 except grpc.RpcError as err:
                     code = err.code()

@@ -70,6 +70,11 @@ class ScriptedRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             candidates=[retrieval_pb2.IndicationCandidate(drug_id=d) for d in ids], match_stage="keyword"
         )
 
+    def ListDrugs(
+        self, request: retrieval_pb2.ListDrugsRequest, context: Any
+    ) -> retrieval_pb2.ListDrugsResponse:
+        return retrieval_pb2.ListDrugsResponse(drugs=[retrieval_pb2.DrugSummary(drug_id="zorvatin")])
+
 
 @pytest.fixture(scope="module")
 def scripted() -> Iterator[tuple[str, ScriptedRetrieval]]:
@@ -187,9 +192,11 @@ def test_cli_eval_prints_tables_writes_json_and_honours_fail_under(
     assert code == 0
     assert "section hit@1" in printed and "0.333 (1/3)" in printed
     assert "zorvatin bà bầu" in printed  # a miss is listed with its query
-    data = json.loads(out.read_text(encoding="utf-8"))
+    assert "melocrin" in printed and "not in the served corpus" in printed  # gold drugs not served: warned
+    data = json.loads(out.read_text(encoding="utf-8"))["splits"][str(questions)]
     assert data["service"]["section_hit_at_1"]["total"] == 3
     assert data["service"]["nonsense_rejection"]["value"] == 1.0
+    assert data["missing_gold_drugs"] == ["melocrin"]
     assert {o["id"] for o in data["outcomes"]} == {q.id for q in QUESTIONS}
     assert main(["eval", str(questions), "--target", target, "--fail-under", "0.9", "--misses", "0"]) == 1
     assert main(["eval", str(tmp_path / "missing.jsonl"), "--target", target]) == 2

@@ -84,3 +84,38 @@ def test_a_weak_cue_without_a_drug_asks_for_nothing(catalog: Catalog) -> None:
     assert (u.frame.turn_type, u.reason, u.frame.section_key) == (
         TurnType.OUT_OF_SCOPE, R.DECISION_REASON_OUT_OF_SCOPE, "")
     assert understand(catalog, "liều dùng bao nhiêu").reason == R.DECISION_REASON_MISSING_REQUIRED_FIELD
+
+
+@pytest.mark.parametrize(
+    ("question", "section"),
+    [
+        # Two cues: the more specific section wins (specificity, then the longer phrase, then the earlier).
+        ("liều bao nhiêu thì bị ngộ độc", "qua_lieu_va_xu_tri"),
+        ("tác dụng phụ xử trí ra sao", "huong_dan_cach_xu_tri_adr"),
+        ("chỉ định và chống chỉ định", "chong_chi_dinh"),
+        ("liều dùng để điều trị gút", "lieu_luong_va_cach_dung"),
+        ("thận trọng khi cho con bú", "thoi_ky_cho_con_bu"),
+        ("bảo quản dung dịch sau khi pha để tránh tương kỵ", "tuong_ky"),
+        ("xử trí khi bị quá liều", "qua_lieu_va_xu_tri"),
+        # Colloquial and partial cues.
+        ("kỵ với thuốc tiêm nào", "tuong_ky"),
+        ("không pha chung với dung dịch nào", "tuong_ky"),
+        ("xử trí khi bị phát ban", "huong_dan_cach_xu_tri_adr"),
+        ("ai không được uống", "chong_chi_dinh"),
+        ("cất ở đâu", "do_on_dinh_va_bao_quan"),
+    ],
+)
+def test_the_more_specific_cue_wins(question: str, section: str) -> None:
+    match = load_vocabulary().resolve_section(question)
+    assert match is not None and match.section_key == section, match
+
+
+def test_every_cue_is_reported_in_text_order() -> None:
+    cues = load_vocabulary().cues("chỉ định và chống chỉ định")
+    assert [c.section_key for c in cues] == ["chi_dinh", "chong_chi_dinh"]
+
+
+def test_thoi_ky_is_no_incompatibility_cue() -> None:
+    # "kỵ" is a cue, but never inside "thời kỳ" (the longer phrase claims its words first).
+    match = load_vocabulary().resolve_section("thoi ky mang thai")
+    assert match is not None and match.section_key == "thoi_ky_mang_thai"

@@ -104,7 +104,7 @@ class _DecisionReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Decisi
     DECISION_REASON_GROUNDED_EVIDENCE_AVAILABLE: _DecisionReason.ValueType  # 1
     """ANSWERABLE: evidence with provenance and no quarantined content."""
     DECISION_REASON_OUT_OF_SCOPE: _DecisionReason.ValueType  # 2
-    """ABSTAIN: the turn is not about human medicine."""
+    """ABSTAIN: the turn is not about human medicine (a non-human subject, or nothing medical is named)."""
     DECISION_REASON_UNDERSTANDING_PROVIDER_UNAVAILABLE: _DecisionReason.ValueType  # 3
     """ABSTAIN: the understanding provider failed."""
     DECISION_REASON_UNDERSTANDING_MALFORMED_OUTPUT: _DecisionReason.ValueType  # 4
@@ -138,7 +138,9 @@ class _DecisionReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Decisi
     DECISION_REASON_INCOMPLETE_ANSWER: _DecisionReason.ValueType  # 18
     """ABSTAIN: the answer stayed incomplete after a repair regeneration."""
     DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE: _DecisionReason.ValueType  # 19
-    """ABSTAIN: no drug or no evidence scored above the minimum (dense routes, made-up indications)."""
+    """ABSTAIN: no evidence met the minimum evidence rule (searched text without a term of the question, a
+    dense score under the corpus's calibrated floor, an indication naming no condition).
+    """
     DECISION_REASON_INSUFFICIENT_EVIDENCE: _DecisionReason.ValueType  # 20
     """Candidate status: a patient facet found no evidence; never read as "safe"."""
     DECISION_REASON_DRUG_NOT_FOUND: _DecisionReason.ValueType  # 21
@@ -159,7 +161,7 @@ DECISION_REASON_UNSPECIFIED: DecisionReason.ValueType  # 0
 DECISION_REASON_GROUNDED_EVIDENCE_AVAILABLE: DecisionReason.ValueType  # 1
 """ANSWERABLE: evidence with provenance and no quarantined content."""
 DECISION_REASON_OUT_OF_SCOPE: DecisionReason.ValueType  # 2
-"""ABSTAIN: the turn is not about human medicine."""
+"""ABSTAIN: the turn is not about human medicine (a non-human subject, or nothing medical is named)."""
 DECISION_REASON_UNDERSTANDING_PROVIDER_UNAVAILABLE: DecisionReason.ValueType  # 3
 """ABSTAIN: the understanding provider failed."""
 DECISION_REASON_UNDERSTANDING_MALFORMED_OUTPUT: DecisionReason.ValueType  # 4
@@ -193,7 +195,9 @@ DECISION_REASON_UNSUPPORTED_CLAIM: DecisionReason.ValueType  # 17
 DECISION_REASON_INCOMPLETE_ANSWER: DecisionReason.ValueType  # 18
 """ABSTAIN: the answer stayed incomplete after a repair regeneration."""
 DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE: DecisionReason.ValueType  # 19
-"""ABSTAIN: no drug or no evidence scored above the minimum (dense routes, made-up indications)."""
+"""ABSTAIN: no evidence met the minimum evidence rule (searched text without a term of the question, a
+dense score under the corpus's calibrated floor, an indication naming no condition).
+"""
 DECISION_REASON_INSUFFICIENT_EVIDENCE: DecisionReason.ValueType  # 20
 """Candidate status: a patient facet found no evidence; never read as "safe"."""
 DECISION_REASON_DRUG_NOT_FOUND: DecisionReason.ValueType  # 21
