@@ -1,5 +1,6 @@
-"""Generate the README's settings table (from Settings.model_fields) and decision-reason table (from the
-DecisionReason enum, its proto comments and rag_server.decision.REASON_MESSAGES).
+"""Generate the README's settings table (from Settings.model_fields), decision-reason table (from the
+DecisionReason enum, its proto comments and rag_server.decision.REASON_MESSAGES) and request-limits table
+(from rag_server.api.limits.LIMITS).
 
 Usage: python scripts/settings_table.py [--write | --check]
   (no flag) print both tables; --write rewrites them in README.md between their markers;
@@ -20,6 +21,7 @@ from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from rag_server.api.limits import LIMITS
 from rag_server.config import Settings
 from rag_server.decision import REASON_MESSAGES, kind_for
 from rag_server.gen.rag.v1 import common_pb2 as pb
@@ -30,6 +32,7 @@ COMMON_PROTO = ROOT / "protos" / "rag" / "v1" / "common.proto"
 MARKERS = {
     "settings": ("<!-- settings-table:start -->", "<!-- settings-table:end -->"),
     "reasons": ("<!-- reasons-table:start -->", "<!-- reasons-table:end -->"),
+    "limits": ("<!-- limits-table:start -->", "<!-- limits-table:end -->"),
 }
 
 
@@ -109,9 +112,16 @@ def reasons_table() -> str:
     return "\n".join(lines)
 
 
+def limits_table() -> str:
+    lines = ["| RPC | Field | Limit | Notes |", "|---|---|---|---|"]
+    for limit in LIMITS:
+        lines.append(f"| {limit.rpc} | `{limit.field}` | {_cell(limit.limit)} | {_cell(limit.note)} |")
+    return "\n".join(lines)
+
+
 def render(readme: str) -> str:
-    """README text with both generated tables replaced."""
-    tables = {"settings": settings_table(), "reasons": reasons_table()}
+    """README text with the generated tables replaced."""
+    tables = {"settings": settings_table(), "reasons": reasons_table(), "limits": limits_table()}
     for key, (start, end) in MARKERS.items():
         if start not in readme or end not in readme:
             raise SystemExit(f"README.md lacks the markers {start} ... {end}")
@@ -128,7 +138,7 @@ def main() -> int:
     group.add_argument("--check", action="store_true")
     opts = parser.parse_args()
     if not (opts.write or opts.check):
-        print(settings_table(), reasons_table(), sep="\n\n")
+        print(settings_table(), reasons_table(), limits_table(), sep="\n\n")
         return 0
     current = README.read_text(encoding="utf-8")
     fresh = render(current)
