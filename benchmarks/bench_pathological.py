@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from rag_server.api import limits as L  # noqa: E402
+from rag_server.vocabulary.language import load_language  # noqa: E402
 
 
 def questions() -> dict[str, str]:
@@ -68,10 +69,9 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 def in_process(repeat: int) -> None:
     from fictional_formulary import build_chunks
 
-    from rag_server.understanding import build_catalog, build_frame, load_rules
-    from rag_server.vocabulary import load_vocabulary
+    from rag_server.understanding import build_catalog, build_frame
 
-    vocab, rules = load_vocabulary(), load_rules()
+    vocab, rules = load_language()
     catalog = build_catalog(build_chunks(), vocab)
     print("Understand in process (fictional catalog)")
     print(f"{'input':<42} {'chars':>6} {'p50 ms':>8} {'p99 ms':>8} {'p50 / normal':>13}")

@@ -9,7 +9,9 @@ Raises IngestInputError(kind, message) for bad input: kind in
 Stages (each a small module with a pure core): parse.py (PyMuPDF -> lines in reading order, running headers
 removed, folios, tables lifted) -> segment.py (monographs, sections) -> chunk.py -> gates.py.
 Physical pages are 1-based; a SourceRef's printed_page is 0 when the page has no known folio (a gate counts
-such chunks). BuildResult.gates must all be 0 before the chunks are loaded.
+such chunks). BuildResult.gates must all be 0 before the chunks are loaded; for each failed gate,
+BuildResult.diagnostics shows what the parser saw on the first pages involved (ingest.diagnose).
+BuildResult.inferred_folios counts the pages whose folio was inferred from agreeing neighbours.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from pathlib import Path
 import pymupdf
 
 from ingest.chunk import chunk_monograph
+from ingest.diagnose import GateDiagnosis, diagnose
 from ingest.gates import Gate, compute_gates
 from ingest.parse import PageError, parse_document
 from ingest.running import DEFAULT_MARKS
-from ingest.segment import segment
+from ingest.segment import SegmentNotes, segment
 from rag_server.domain import Chunk
 from rag_server.vocabulary import Vocabulary, load_vocabulary
 
@@ -67,6 +70,12 @@ class BuildResult:
     page_map: dict[int, int | None] = field(default_factory=dict)  # physical (1-based) -> printed folio
     ignored_headings: dict[str, list[str]] = field(default_factory=dict)  # drug_id -> repeated headings
     ended_early: dict[str, str] = field(default_factory=dict)  # drug_id -> line that ended it (chapter etc.)
+    inferred_pages: list[int] = field(default_factory=list)  # pages whose folio was inferred from neighbours
+    diagnostics: list[GateDiagnosis] = field(default_factory=list)  # one per failed gate (ingest.diagnose)
+
+    @property
+    def inferred_folios(self) -> int:
+        return len(self.inferred_pages)
 
     @property
     def gates_ok(self) -> bool:
@@ -132,7 +141,8 @@ def build_chunks(
         doc.close()
 
     report("segment", 0, 1, "finding monographs and sections")
-    monographs = segment(parsed, vocab)
+    notes = SegmentNotes()
+    monographs = segment(parsed, vocab, notes)
     if not monographs:
         raise IngestInputError("no_monographs", f"no monograph was found in {pages} page(s): no upper-case "
                                                 "bold or large title followed by identity lines or headings")
@@ -163,4 +173,5 @@ def build_chunks(
         page_map=dict(parsed.page_map),
         ignored_headings={m.drug_id: list(m.ignored_headings) for m in monographs if m.ignored_headings},
         ended_early={m.drug_id: m.ended_by for m in monographs if m.ended_by},
+        inferred_pages=list(parsed.inferred), diagnostics=diagnose(gates, parsed, notes),
     )

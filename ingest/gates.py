@@ -1,6 +1,7 @@
 """Gates: named counts over monographs and chunks that must all be 0 before a corpus may be loaded.
 
-Each gate keeps up to 5 examples (chunk ids, drug ids or pages) so a failure can be looked up.
+Each gate keeps up to 5 examples (chunk ids, drug ids or pages) so a failure can be looked up, and the
+physical pages involved (ascending) so `ingest.diagnose` can show what the parser saw there.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Gate:
     name: str
     count: int
     examples: list[str] = field(default_factory=list)
+    pages: list[int] = field(default_factory=list)  # physical pages involved, ascending
 
 
 GATE_NAMES = (
@@ -40,9 +42,18 @@ GATE_NAMES = (
 )
 
 
-def _gate(name: str, items: Iterable[str]) -> Gate:
+def _gate(name: str, items: Iterable[tuple[str, Iterable[int]]]) -> Gate:
     found = list(items)
-    return Gate(name=name, count=len(found), examples=found[:MAX_EXAMPLES])
+    pages = sorted({page for _, where in found for page in where})
+    return Gate(name=name, count=len(found), examples=[item for item, _ in found[:MAX_EXAMPLES]], pages=pages)
+
+
+def _chunk_pages(chunk: Chunk) -> list[int]:
+    return [r.physical_page for r in chunk.source_refs]
+
+
+def _mono_pages(mono: Monograph) -> list[int]:
+    return [mono.page]
 
 
 def compute_gates(monographs: list[Monograph], chunks: list[Chunk], page_map: dict[int, int | None],
@@ -51,26 +62,36 @@ def compute_gates(monographs: list[Monograph], chunks: list[Chunk], page_map: di
     id_counts = Counter(c.chunk_id for c in chunks)
     drug_counts = Counter(m.drug_id for m in monographs)
     content_pages = sorted({ref.physical_page for c in chunks for ref in c.source_refs})
+    by_id: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_id.setdefault(c.chunk_id, []).append(c)
     gates = [
         _gate("chunks_without_printed_page",
-              (c.chunk_id for c in chunks
+              ((c.chunk_id, [r.physical_page for r in c.source_refs if r.printed_page <= 0]) for c in chunks
                if c.source_refs and any(r.printed_page <= 0 for r in c.source_refs))),
-        _gate("chunks_without_source_refs", (c.chunk_id for c in chunks if not c.source_refs)),
+        _gate("chunks_without_source_refs", ((c.chunk_id, []) for c in chunks if not c.source_refs)),
         _gate("unknown_section_keys",
-              (f"{m.drug_id}:{s.key}" for m in monographs for s in m.sections if s.key not in known)),
+              ((f"{m.drug_id}:{s.key}", [s.page]) for m in monographs for s in m.sections
+               if s.key not in known)),
         _gate("empty_sections",
-              (f"{m.drug_id}:{s.key}" for m in monographs for s in m.sections
+              ((f"{m.drug_id}:{s.key}", [s.page]) for m in monographs for s in m.sections
                if not s.text and not s.tables)),
-        _gate("empty_chunks", (c.chunk_id for c in chunks if not c.text.strip())),
-        _gate("duplicate_chunk_ids", sorted(cid for cid, n in id_counts.items() if n > 1)),
-        _gate("chunks_over_ceiling", (c.chunk_id for c in chunks if count_tokens(c.text) > max_tokens)),
+        _gate("empty_chunks", ((c.chunk_id, _chunk_pages(c)) for c in chunks if not c.text.strip())),
+        _gate("duplicate_chunk_ids",
+              ((cid, [p for c in by_id[cid] for p in _chunk_pages(c)])
+               for cid in sorted(cid for cid, n in id_counts.items() if n > 1))),
+        _gate("chunks_over_ceiling",
+              ((c.chunk_id, _chunk_pages(c)) for c in chunks if count_tokens(c.text) > max_tokens)),
         _gate("monographs_without_chi_dinh",
-              (m.drug_id for m in monographs if m.section("chi_dinh") is None)),
-        _gate("monographs_without_sections", (m.drug_id for m in monographs if not m.sections)),
-        _gate("duplicate_drug_ids", sorted(d for d, n in drug_counts.items() if n > 1)),
-        _gate("pages_without_folio", (str(p) for p in content_pages if not page_map.get(p))),
+              ((m.drug_id, _mono_pages(m)) for m in monographs if m.section("chi_dinh") is None)),
+        _gate("monographs_without_sections",
+              ((m.drug_id, _mono_pages(m)) for m in monographs if not m.sections)),
+        _gate("duplicate_drug_ids",
+              ((d, [m.page for m in monographs if m.drug_id == d])
+               for d in sorted(d for d, n in drug_counts.items() if n > 1))),
+        _gate("pages_without_folio", ((str(p), [p]) for p in content_pages if not page_map.get(p))),
         _gate("unassigned_monograph_text",
-              (f"{m.drug_id}: {' '.join(p.text for p in m.unassigned)[:80]}"
+              ((f"{m.drug_id}: {' '.join(p.text for p in m.unassigned)[:80]}", [p.page for p in m.unassigned])
                for m in monographs if m.unassigned)),
     ]
     assert tuple(g.name for g in gates) == GATE_NAMES

@@ -101,6 +101,7 @@ class PageLayout:
     tables: dict[str, TableRegion] = field(default_factory=dict)  # page-local id -> table
     folio: int | None = None  # printed page number read from the running lines
     columns: int = 1
+    kept_edges: list[str] = field(default_factory=list)  # rows at the page edges left in the body
 
 
 @dataclass
@@ -108,6 +109,7 @@ class ParsedDocument:
     pages: list[PageLayout]
     page_map: dict[int, int | None]  # physical -> printed folio (None when unknown)
     body_size: float
+    inferred: list[int] = field(default_factory=list)  # pages whose folio was inferred from neighbours
 
     def printed(self, page: int) -> int | None:
         return self.page_map.get(page)

@@ -14,6 +14,7 @@ Cost is linear in the number of lines plus the page width (a difference array), 
 
 from __future__ import annotations
 
+from ingest.furniture import rows_of
 from ingest.layout import Span, TextLine
 
 FULL_WIDTH = -1
@@ -66,12 +67,27 @@ def find_gutter(lines: list[TextLine], page_width: float | None = None) -> float
     if max(line.x1 for line in lefts) < left + 0.3 * width:
         return None
     # The right column starts at one x (indents and bullets aside); the cells of a rules-only table set in
-    # one-column text start at several.
-    start = min(line.x0 for line in rights)
-    aligned = sum(1 for line in rights if line.x0 - start <= 0.05 * width)
-    if aligned <= 0.5 * len(rights):
+    # one-column text start at several. Pieces of one printed line (a sparse justified line drawn word by
+    # word) count once.
+    segments = _line_segments(rights)
+    start = min(segments)
+    aligned = sum(1 for x0 in segments if x0 - start <= 0.05 * width)
+    if aligned <= 0.5 * len(segments):
         return None
     return gutter
+
+
+def _line_segments(lines: list[TextLine]) -> list[float]:
+    """x0 of each run of pieces on one printed row whose gaps are narrower than 3 em (word gaps, even of
+    a sparse justified line; not the white space between table cells)."""
+    starts: list[float] = []
+    for row in rows_of(lines):
+        previous: TextLine | None = None
+        for line in sorted(row, key=lambda ln: ln.x0):
+            if previous is None or line.x0 - previous.x1 > 3.0 * max(line.size, 1.0):
+                starts.append(line.x0)
+            previous = line
+    return starts
 
 
 def _widest_low_run(coverage: list[int], lo: int, hi: int, tolerance: int,

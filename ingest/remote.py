@@ -64,8 +64,25 @@ def describe_rpc_error(error: grpc.RpcError) -> str:
     return "\n".join(lines)
 
 
+def is_bad_input(error: grpc.RpcError) -> bool:
+    """The document itself was refused (not a PDF, corrupt, encrypted, no monographs, too large): the same
+    exit code as a local ingest of it. A failed gate (precondition type GATE) is not bad input."""
+    code = error.code()
+    if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
+        return True
+    if code != grpc.StatusCode.FAILED_PRECONDITION:
+        return False
+    status = rpc_status.from_call(error)
+    kinds: list[str] = []
+    for detail in status.details if status else ():
+        pre = error_details_pb2.PreconditionFailure()
+        if detail.Unpack(pre):
+            kinds += [v.type for v in pre.violations]
+    return bool(kinds) and "GATE" not in kinds
+
+
 def outcome_from_summary(summary: ingestion_pb2.IngestSummary) -> Any:
-    """The summary in the shape ingest.command.summary_table prints."""
+    """The summary in the shape ingest.cli.summary_table prints."""
     manifest = summary.manifest if summary.HasField("manifest") else None
     return SimpleNamespace(
         document_id=summary.document_id,
@@ -74,6 +91,7 @@ def outcome_from_summary(summary: ingestion_pb2.IngestSummary) -> Any:
         section_count=summary.section_count,
         chunk_count=summary.chunk_count,
         block_count=summary.block_count,
+        inferred_folios=summary.inferred_folios,
         gates=list(summary.gates),
         failed_gates=[g for g in summary.gates if g.count],
         embeddings_computed=summary.embeddings_computed,

@@ -1,18 +1,27 @@
-"""Running headers/footers and the printed page map.
+"""Running headers/footers (page furniture), the folios printed in them, and the printed page map.
 
-A row of text is a running header (footer) when it is the top (bottom) row of the page, inside the outer
-margin band, and one of:
+Furniture is found by evidence across pages (`ingest.furniture`): blocks of rows at the page edges, at
+heights where many pages hold such a row, set off from the body by a gap, that look like furniture by their
+text (small type, a text repeated on many pages, the book mark, a page number) or end at the same gap on most
+pages; whatever their text and however many lines the header or footer has. Where that evidence finds
+nothing on a side of a page, the row at the very edge (inside `BAND`) is furniture when:
   * it contains the book mark (default "DTQGVN"),
   * one of its pieces (digits ignored) repeats on many pages ("DƯỢC THƯ MẪU", "Trang #") and the row is
     set apart from the body by a gap,
   * it holds a bare page number (a piece that is only a number, optionally "Trang 12" / "- 12 -") and is
     set apart by a gap,
   * it is set apart by a gap, is smaller than body text, and is a header (top) or starts or ends with a
-    number (a small bottom row without a number may be a footnote and is kept).
-The folio is the number at the outer edge of the row, after the book mark and its edition number
-("DTQGVN 2") are removed. Pages without a folio get one only by interpolation between two neighbours with
-the same physical->printed offset; nothing is extrapolated (front matter stays without a printed page).
-Pure: works on TextLine records.
+    number (a small bottom row without a number may be a footnote and is kept);
+and so are the rows stacked on it up to the gap (a header of two lines on a page the evidence missed).
+
+The folio is read from whichever furniture row carries a number that advances with the physical page: of a
+page's candidates (a bare number, or one at the start or end of a row, after the book mark and its edition
+number "DTQGVN 2" are removed; numbers printed on many pages, a year or an edition, never count), the one
+whose offset (number - physical page) its neighbouring pages share wins; without such support, a bare number
+before one inside words, then the one nearest the page's outer edge. Pages without a folio get one only by
+interpolation between two neighbours with the same physical->printed offset, and a folio that disagrees with
+both agreeing neighbours is replaced the same way (both are counted as inferred); nothing is extrapolated
+(front matter stays without a printed page). Pure: works on TextLine records.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ingest.furniture import EdgeRow, PageEdges, furniture_rows, page_edges
 from ingest.layout import TextLine
 from rag_server.text import fold
 
@@ -29,7 +39,7 @@ BAND = 0.11  # fraction of the page height searched for running rows, top and bo
 _BARE_NUMBER = re.compile(r"^(?:trang\s*)?[-–—(\[]?\s*(\d{1,4})\s*(?:(?:/|tren)\s*\d{1,4}\s*)?[-–—)\]]?$")
 _EDGE_NUMBER = re.compile(r"^(\d{1,4})\b|\b(\d{1,4})$")
 _DIGITS = re.compile(r"\d+")
-_SAME_Y = 2.0  # pt: rows this close in height on different pages sit at the same position
+FOLIO_WINDOW = 6  # pages on each side whose folio candidates support a page's choice
 
 
 @dataclass
@@ -52,6 +62,7 @@ class RunningResult:
     removed: dict[int, set[int]] = field(default_factory=dict)
     folios: dict[int, int | None] = field(default_factory=dict)
     rows: dict[int, list[str]] = field(default_factory=dict)  # page -> texts of its running rows
+    kept: dict[int, list[str]] = field(default_factory=dict)  # page -> texts of edge rows left in the body
 
 
 def signature(text: str) -> str:
@@ -61,33 +72,6 @@ def signature(text: str) -> str:
 def _mark_pattern(marks: tuple[str, ...]) -> re.Pattern[str]:
     alternatives = "|".join(re.escape(fold(mark)) for mark in marks) or "(?!)"
     return re.compile(rf"(?:{alternatives})(?:\s*\d{{1,2}}\b)?")
-
-
-def edge_rows(lines: list[TextLine], page: int, page_width: float, page_height: float) -> list[RunningRow]:
-    """The top and the bottom row of a page when they lie in the margin bands."""
-    content = [line for line in lines if line.text.strip()]
-    if len(content) < 1:
-        return []
-    rows: list[RunningRow] = []
-    by_top = sorted(content, key=lambda line: line.y0)
-    first = by_top[0]
-    if first.y1 <= BAND * page_height:
-        centre = (first.y0 + first.y1) / 2
-        row = [ln for ln in content if abs((ln.y0 + ln.y1) / 2 - centre) <= 0.5 * first.height]
-        ids = {id(ln) for ln in row}
-        rest = [ln.y0 for ln in content if id(ln) not in ids]
-        gap = (min(rest) - max(ln.y1 for ln in row)) if rest else page_height
-        rows.append(RunningRow(page, "top", row, gap, page_width))
-    by_bottom = sorted(content, key=lambda line: -line.y1)
-    last = by_bottom[0]
-    if last.y0 >= (1 - BAND) * page_height and not (rows and any(last is ln for ln in rows[0].lines)):
-        centre = (last.y0 + last.y1) / 2
-        row = [ln for ln in content if abs((ln.y0 + ln.y1) / 2 - centre) <= 0.5 * last.height]
-        ids = {id(ln) for ln in row}
-        rest = [ln.y1 for ln in content if id(ln) not in ids]
-        gap = (min(ln.y0 for ln in row) - max(rest)) if rest else page_height
-        rows.append(RunningRow(page, "bottom", row, gap, page_width))
-    return rows
 
 
 def folio_candidates(row: RunningRow,
@@ -130,39 +114,12 @@ def _apart(row: RunningRow) -> bool:
     return row.gap >= 0.6 * max(line.height for line in row.lines)
 
 
-def _edge_y(row: RunningRow) -> float:
-    return min(ln.y0 for ln in row.lines) if row.where == "top" else max(ln.y1 for ln in row.lines)
-
-
-def fixed_positions(all_rows: dict[int, list[RunningRow]], where: str, pages: int) -> list[float]:
-    """Heights at which a row set apart from the body recurs on 30% of the pages or more (and is set apart
-    on at least 80% of the pages where a row sits there): a running header or footer line, whatever its
-    text (a drug name that changes, a folio at body size)."""
-    rows = sorted(((_edge_y(r), _apart(r)) for rs in all_rows.values() for r in rs if r.where == where),
-                  key=lambda item: item[0])
-    groups: list[list[tuple[float, bool]]] = []
-    for item in rows:
-        if groups and item[0] - groups[-1][-1][0] <= _SAME_Y:
-            groups[-1].append(item)
-        else:
-            groups.append([item])
-    out: list[float] = []
-    for group in groups:
-        apart = sum(1 for _, a in group if a)
-        if apart >= max(3, 0.3 * pages) and apart >= 0.8 * len(group):
-            out.extend(y for y, _ in group)
-    return out
-
-
-def _is_running(row: RunningRow, repeated: set[str], body_size: float, marks: tuple[str, ...],
-                fixed: list[float] | None = None) -> bool:
+def _is_running(row: RunningRow, repeated: set[str], body_size: float, marks: tuple[str, ...]) -> bool:
     folded = fold(row.text)
     if any(fold(mark) in folded for mark in marks):
         return True
     if not _apart(row):
         return False
-    if fixed and any(abs(_edge_y(row) - y) <= _SAME_Y for y in fixed):
-        return True
     if any(signature(line.text) in repeated for line in row.lines):
         return True
     pattern = _mark_pattern(marks)
@@ -174,48 +131,118 @@ def _is_running(row: RunningRow, repeated: set[str], body_size: float, marks: tu
     return small and (row.where == "top" or bool(_EDGE_NUMBER.search(folded)))
 
 
+def _edge_stack(side: list[EdgeRow], height: float, width: float) -> list[RunningRow]:
+    """The rows at a page edge up to the first gap (at most 3, the outermost inside BAND), each with the
+    gap that cuts the stack off from the body; empty when the edge row lies outside BAND."""
+    if not side:
+        return []
+    edge = side[0]
+    y0, y1 = min(ln.y0 for ln in edge.lines), max(ln.y1 for ln in edge.lines)
+    if (edge.where == "top" and y1 > BAND * height) or (edge.where == "bottom" and y0 < (1 - BAND) * height):
+        return []
+    stack: list[EdgeRow] = []
+    for row in side[:3]:
+        stack.append(row)
+        if row.apart:
+            break
+    gap = stack[-1].gap if stack[-1].apart or len(stack) == 1 else 0.0
+    return [RunningRow(row.page, row.where, row.lines, gap, width) for row in stack]
+
+
+def _fallback(edges: PageEdges, where: str, repeated: set[str], body_size: float,
+              marks: tuple[str, ...]) -> list[RunningRow]:
+    stack = _edge_stack(edges.side(where), edges.height, edges.width)
+    if not stack or not _is_running(stack[0], repeated, body_size, marks):
+        return []
+    return [stack[0], *(row for row in stack[1:] if _is_running(row, repeated, body_size, marks))]
+
+
+def repeated_signatures(edges: list[PageEdges], depth: int, threshold: int) -> set[str]:
+    """Signatures (digits masked) of the lines among the `depth` rows at each page edge that recur on
+    `threshold` pages or more."""
+    counts: Counter[str] = Counter()
+    for page_rows in edges:
+        seen: set[str] = set()
+        for row in page_rows.top[:depth] + page_rows.bottom[:depth]:
+            for line in row.lines:
+                sig = signature(line.text)
+                if sig.strip("# "):
+                    seen.add(sig)
+        counts.update(seen)
+    return {sig for sig, n in counts.items() if n >= threshold}
+
+
+def choose_folio(page: int, candidates: list[tuple[bool, float, int]],
+                 neighbours: list[tuple[int, list[tuple[bool, float, int]]]]) -> int | None:
+    """The candidate whose offset (number - page) most neighbouring pages share (a number advancing with
+    the physical page); ties, and a page without such support, by the candidate's own rank."""
+    if not candidates:
+        return None
+
+    def support(number: int) -> int:
+        offset = number - page
+        return sum(1 for other, theirs in neighbours if any(c[2] - other == offset for c in theirs))
+
+    return min(candidates, key=lambda c: (-support(c[2]), c))[2]
+
+
 def detect_running(
     pages: list[tuple[int, float, float, list[TextLine]]],
     body_size: float,
     marks: tuple[str, ...] = DEFAULT_MARKS,
 ) -> RunningResult:
     """pages: (physical page, width, height, lines). Returns the running lines to drop and the folios."""
-    all_rows = {page: edge_rows(lines, page, width, height) for page, width, height, lines in pages}
-    counts: Counter[str] = Counter()
-    for rows in all_rows.values():
-        seen: set[str] = set()
-        for row in rows:
-            for line in row.lines:
-                sig = signature(line.text)
-                if sig.strip("# "):
-                    seen.add(sig)
-        counts.update(seen)
-    pages_with_rows = sum(1 for rows in all_rows.values() if rows)
+    edges = [page_edges(page, width, height, lines) for page, width, height, lines in pages]
+    pages_with_rows = sum(1 for page_rows in edges if page_rows.top or page_rows.bottom)
     threshold = max(3, int(0.25 * pages_with_rows))
-    repeated = {sig for sig, n in counts.items() if n >= threshold}
-    fixed = {where: fixed_positions(all_rows, where, len(pages)) for where in ("top", "bottom")}
-    running = {page: [row for row in rows if _is_running(row, repeated, body_size, marks, fixed[row.where])]
-               for page, rows in all_rows.items()}
+    repeated = repeated_signatures(edges, 1, threshold)  # texts of the rows at the very edges
+    repeated_near = repeated_signatures(edges, 3, threshold)  # ... and of those next to them
+    pattern = _mark_pattern(marks)
+
+    def furniture_like(row: EdgeRow) -> bool:
+        """Small type, a repeated text, the book mark or a page number: a header line set apart from the
+        header line next to it."""
+        if all(line.size < 0.92 * body_size for line in row.lines):
+            return True
+        folded = [pattern.sub(" ", fold(line.text)).strip() for line in row.lines]
+        return any(signature(line.text) in repeated_near for line in row.lines) \
+            or any(fold(mark) in fold(row.text) for mark in marks) \
+            or any(_BARE_NUMBER.match(text) or _EDGE_NUMBER.search(text) for text in folded)
+
+    evidence = furniture_rows(edges, furniture_like)
+    running: dict[int, list[RunningRow]] = {}
+    for page_rows in edges:
+        found = evidence[page_rows.page]
+        rows: list[RunningRow] = []
+        for where in ("top", "bottom"):
+            side = [row for row in found if row.where == where]
+            if side:
+                rows.extend(RunningRow(row.page, where, row.lines, row.gap, page_rows.width) for row in side)
+            else:
+                rows.extend(_fallback(page_rows, where, repeated, body_size, marks))
+        running[page_rows.page] = rows
     # A number printed on many pages (a year, an edition) is not a page number.
     numbers: Counter[int] = Counter()
     for rows in running.values():
         numbers.update({c[2] for row in rows for c in folio_candidates(row, marks)})
     constant = frozenset(n for n, k in numbers.items() if k >= max(3, 0.3 * pages_with_rows))
+    candidates = {page: [c for row in rows for c in folio_candidates(row, marks) if c[2] not in constant]
+                  for page, rows in running.items()}
+    order = sorted(candidates)
+    position = {page: at for at, page in enumerate(order)}
+    by_page = {page_rows.page: page_rows for page_rows in edges}
     result = RunningResult()
     for page, _width, _height, lines in pages:
         index = {id(line): i for i, line in enumerate(lines)}
-        removed: set[int] = set()
-        folio: int | None = None
-        texts: list[str] = []
-        for row in running[page]:
-            removed.update(index[id(line)] for line in row.lines)
-            texts.append(row.text)
-            number = folio_of(row, marks, constant)
-            if number is not None and folio is None:
-                folio = number
-        result.removed[page] = removed
-        result.folios[page] = folio
-        result.rows[page] = texts
+        dropped = {id(line) for row in running[page] for line in row.lines}
+        result.removed[page] = {index[key] for key in dropped}
+        at = position[page]
+        nearby = order[max(0, at - FOLIO_WINDOW): at] + order[at + 1: at + 1 + FOLIO_WINDOW]
+        result.folios[page] = choose_folio(page, candidates[page], [(q, candidates[q]) for q in nearby])
+        result.rows[page] = [row.text for row in running[page]]
+        edge = by_page[page].top[:2] + by_page[page].bottom[:2]
+        result.kept[page] = [f"{row.where}: {row.text}" for row in edge
+                             if not any(id(line) in dropped for line in row.lines)]
     return result
 
 
@@ -248,3 +275,9 @@ def build_page_map(folios: dict[int, int | None]) -> dict[int, int | None]:
         else:
             result[p] = None
     return result
+
+
+def inferred_pages(folios: dict[int, int | None], page_map: dict[int, int | None]) -> list[int]:
+    """Pages whose printed page was inferred from their neighbours: no folio was read there, or the one read
+    disagreed with both (agreeing) neighbours."""
+    return sorted(p for p, printed in page_map.items() if printed is not None and folios.get(p) != printed)

@@ -8,7 +8,9 @@ the title is larger than body text, by a section heading. A title may wrap onto 
   ("PARACETAMOL (Acetaminophen)" -> "paracetamol");
   drug_name = the title as printed; the parenthetical parts are kept as aliases.
 A much larger upper-case line that is not a title (a chapter or appendix heading) ends the current monograph
-(recorded in `Monograph.ended_by`).
+(recorded in `Monograph.ended_by`). A name in the running header never starts a monograph: parse removes the
+furniture, and a title that repeats another title's drug_id among the first lines of a page (a header name
+left in the text) is dropped; the one confirmed by an identity line (else the first) is the monograph.
 
 Section headings, all through `Vocabulary.heading_key()` (never special-cased here):
   * identity lines "Label: value" (label bold or plain, misspelt variants in the vocabulary, value on the
@@ -19,7 +21,8 @@ Section headings, all through `Vocabulary.heading_key()` (never special-cased he
   * a whole plain line mapping to a key when it starts a block (after a gap, or after a finished sentence):
     "Dược động học" as a plain line inside "Dược lý và cơ chế tác dụng".
 A heading whose key the monograph already has stays body text (kept in `ignored_headings`). Unknown bold
-lines ("Người lớn:") are body text. Table markers from parse become pieces that refer to lifted tables.
+lines ("Người lớn:") are body text. Table markers from parse become pieces that refer to lifted tables, except
+a table of identity lines (label | value, drawn with or without rules), which is read back as those lines.
 """
 
 from __future__ import annotations
@@ -121,8 +124,63 @@ class _Ctx:
     block_start: list[bool]
 
 
+def identity_rows(rows: list[list[str]], vocab: Vocabulary) -> list[tuple[str, str]] | None:
+    """(label, value) of a table that holds the identity lines (label | value), else None: its first row's
+    label is an identity label, and so are most rows' (a row without a label continues the value above; a
+    label wrapped over two rows, "Loại" / "thuốc", is joined)."""
+    cells = [[" ".join(c.split()) for c in row if c and c.strip()] for row in rows]
+    cells = [row for row in cells if row]
+    pairs: list[tuple[str, str]] = []
+    identity = set(vocab.identity_sections)
+    labelled = 0
+    i = 0
+    while i < len(cells):
+        take, label, key = 1, cells[i][0].rstrip(" :："), None
+        for n in range(1, min(3, len(cells) - i) + 1):
+            joined = " ".join(row[0] for row in cells[i: i + n]).rstrip(" :：")
+            if _key(vocab, joined) is not None:
+                take, label, key = n, joined, _key(vocab, joined)
+                break
+        values = [v for row in cells[i: i + take] for v in row[1:]]
+        if key is not None and values:
+            labelled += key in identity
+            pairs.append((label, " ".join(values)))
+        elif pairs:
+            pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]} {' '.join(cells[i])}")
+        else:
+            return None
+        i += take
+    if not pairs or _key(vocab, pairs[0][0]) not in identity or labelled < 0.6 * len(pairs):
+        return None
+    return pairs
+
+
+def expand_identity_tables(lines: list[TextLine], tables: dict[str, TableRegion],
+                           vocab: Vocabulary) -> list[TextLine]:
+    """A table marker whose table holds the identity lines becomes those lines ("**Label:** value"), one
+    per row, in the table's place: identity lines drawn as a ruled table are read as identity lines."""
+    out: list[TextLine] = []
+    for line in lines:
+        table = tables.get(line.table_id) if line.table_id else None
+        pairs = identity_rows(table.rows, vocab) if table is not None else None
+        if pairs is None:
+            out.append(line)
+            continue
+        x0, y0, x1, y1 = line.bbox
+        step = (y1 - y0) / len(pairs)
+        for k, (label, value) in enumerate(pairs):
+            box = (x0, y0 + k * step, x1, y0 + (k + 1) * step)
+            size = line.spans[0].size if line.spans else 10.0
+            out.append(TextLine(spans=[Span(f"{label}:", size=size, bold=True, bbox=box, baseline=box[3]),
+                                       Span(f" {value}", size=size, bbox=box, baseline=box[3])],
+                                page=line.page, bbox=box, column=line.column))
+    return out
+
+
 def _context(doc: ParsedDocument, vocab: Vocabulary) -> _Ctx:
-    lines = rejoin_split_headings([ln for page in doc.pages for ln in page.lines], vocab)
+    tables = {tid: t for page in doc.pages for tid, t in page.tables.items()}
+    lines = expand_identity_tables([ln for page in doc.pages for ln in page.lines], tables, vocab)
+    lines = rejoin_split_headings(lines, vocab)
     col_right: dict[tuple[int, int], float] = {}
     for ln in lines:
         key = (ln.page, ln.column)
@@ -311,10 +369,42 @@ def _alias_line(prev: TextLine, line: TextLine) -> bool:
             and line.y0 - prev.y1 <= 1.5 * max(prev.size, line.size) and not line.table_id)
 
 
-def find_titles(ctx: _Ctx, vocab: Vocabulary) -> list[tuple[int, int, str]]:
-    """(first line, line after the title, title text) of every monograph title, in reading order."""
+@dataclass
+class SegmentNotes:
+    """What segmentation saw, per physical page, for diagnostics: title candidates with their verdict,
+    and the section headings recognised (or ignored as repeated)."""
+
+    titles: dict[int, list[str]] = field(default_factory=dict)
+    headings: dict[int, list[str]] = field(default_factory=dict)
+
+    def title(self, page: int, text: str, verdict: str) -> None:
+        self.titles.setdefault(page, []).append(f"{text!r}: {verdict}")
+
+    def heading(self, page: int, printed: str, verdict: str) -> None:
+        self.headings.setdefault(page, []).append(f"{printed!r}: {verdict}")
+
+
+@dataclass
+class _Title:
+    start: int
+    end: int
+    text: str
+    by_identity: bool  # confirmed by an identity line (not only by a heading below a large title)
+
+
+def find_titles(ctx: _Ctx, vocab: Vocabulary, notes: SegmentNotes | None = None
+                ) -> list[tuple[int, int, str]]:
+    """(first line, line after the title, title text) of every monograph title, in reading order. A title
+    that repeats another one's drug_id at the top of a page is a drug name from the running header left in
+    the text (`running_names`): it never starts a monograph."""
+    found = _title_candidates(ctx, vocab, notes)
+    kept, _ = running_names(ctx, found, notes)
+    return [(t.start, t.end, t.text) for t in kept]
+
+
+def _title_candidates(ctx: _Ctx, vocab: Vocabulary, notes: SegmentNotes | None) -> list[_Title]:
     lines = ctx.lines
-    found: list[tuple[int, int, str]] = []
+    found: list[_Title] = []
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -332,23 +422,65 @@ def find_titles(ctx: _Ctx, vocab: Vocabulary) -> list[tuple[int, int, str]]:
                 and _alias_line(lines[end - 1], lines[end]):
             parts.append(lines[end].text.strip())
             end += 1
-        confirmed = False
+        confirmed = by_identity = False
         large = upper and line.size >= 1.12 * ctx.body_size
         for j in range(end, min(len(lines), end + (_CONFIRM_WITHIN if upper else 1))):
             if _identity_split(lines[j], vocab, zone=False) is not None:
-                confirmed = True
+                confirmed = by_identity = True
                 break
             if large and _is_heading_line(lines[j], vocab):
                 confirmed = True
                 break
             if _upper_title(lines[j], ctx.body_size, vocab):
                 break
+        text = " ".join(" ".join(parts).split())
         if confirmed:
-            found.append((i, end, " ".join(" ".join(parts).split())))
+            found.append(_Title(i, end, text, by_identity))
             i = end
         else:
+            if notes is not None:
+                notes.title(line.page, text, "not a title: no identity line (or heading) right below")
             i += 1
     return found
+
+
+def _page_top(ctx: _Ctx, index: int) -> bool:
+    """The line is among the first two of its page in reading order (where a running header would be)."""
+    page = ctx.lines[index].page
+    return all(ctx.lines[k].page != page for k in range(max(0, index - 2), index))
+
+
+def running_names(ctx: _Ctx, found: list[_Title], notes: SegmentNotes | None = None
+                  ) -> tuple[list[_Title], set[int]]:
+    """Titles sharing a drug_id: the one confirmed by an identity line (else the first) is the monograph;
+    the others at the top of a page are running-header names left in the text, and their lines are
+    dropped. Returns (titles kept, indexes of the lines dropped)."""
+    by_drug: dict[str, list[_Title]] = {}
+    for title in found:
+        by_drug.setdefault(drug_id_for(title.text), []).append(title)
+    dropped: set[int] = set()
+    demoted: set[int] = set()
+    for titles in by_drug.values():
+        if len(titles) < 2:
+            continue
+        best = max(titles, key=lambda t: (t.by_identity, not _page_top(ctx, t.start), -t.start))
+        for title in titles:
+            if title is not best and _page_top(ctx, title.start):
+                demoted.add(title.start)
+                dropped.update(range(title.start, title.end))
+    kept: list[_Title] = []
+    for title in found:
+        page = ctx.lines[title.start].page
+        if title.start in demoted:
+            if notes is not None:
+                notes.title(page, title.text, "running-header name left in the text (same drug as a title "
+                                              "confirmed elsewhere): dropped, starts no monograph")
+            continue
+        if notes is not None:
+            notes.title(page, title.text, "monograph title" + (" (identity line below)" if title.by_identity
+                                                               else " (heading below)"))
+        kept.append(title)
+    return kept, dropped
 
 
 def _terminator(line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
@@ -362,8 +494,10 @@ def _terminator(line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
 
 
 class _Builder:
-    def __init__(self, monograph: Monograph, tables: dict[str, TableRegion], identity: set[str]) -> None:
+    def __init__(self, monograph: Monograph, tables: dict[str, TableRegion], identity: set[str],
+                 notes: SegmentNotes | None = None) -> None:
         self.m = monograph
+        self.notes = notes
         self.identity = identity
         self.tables = tables
         self.current: Section | None = None
@@ -374,6 +508,9 @@ class _Builder:
         return all(s.key in self.identity for s in self.m.sections)
 
     def heading(self, key: str, printed: str, page: int) -> bool:
+        if self.notes is not None:
+            verdict = "repeated: kept as text" if self.m.section(key) is not None else f"section {key}"
+            self.notes.heading(page, printed, verdict)
         if self.m.section(key) is not None:
             self.m.ignored_headings.append(printed)
             return False
@@ -403,21 +540,25 @@ class _Builder:
         self.fresh = False
 
 
-def segment(doc: ParsedDocument, vocab: Vocabulary) -> list[Monograph]:
-    """Monographs with their sections, in reading order."""
+def segment(doc: ParsedDocument, vocab: Vocabulary, notes: SegmentNotes | None = None) -> list[Monograph]:
+    """Monographs with their sections, in reading order (`notes` collects what was seen, for diagnostics)."""
     ctx = _context(doc, vocab)
     tables = {tid: t for page in doc.pages for tid, t in page.tables.items()}
-    titles = find_titles(ctx, vocab)
+    kept, dropped = running_names(ctx, _title_candidates(ctx, vocab, notes), notes)
+    titles = [(t.start, t.end, t.text) for t in kept]
     monographs: list[Monograph] = []
     for n, (start, end, title) in enumerate(titles):
         stop = titles[n + 1][0] if n + 1 < len(titles) else len(ctx.lines)
         main, aliases = split_title(title)
         mono = Monograph(drug_id=slugify(main), title=title, drug_name=title, aliases=aliases,
                          page=ctx.lines[start].page)
-        builder = _Builder(mono, tables, set(vocab.identity_sections))
+        builder = _Builder(mono, tables, set(vocab.identity_sections), notes)
         i = end
         while i < stop:
             line = ctx.lines[i]
+            if i in dropped:
+                i += 1
+                continue
             if _terminator(line, ctx.body_size, vocab):
                 mono.ended_by = f"{line.text.strip()} (page {line.page})"
                 break

@@ -25,15 +25,18 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from rag_server.server import serve
+    from rag_server.extras import MissingExtra, check_extras
+    from rag_server.startup import StartupError
     from rag_server.store.common import StoreError
-    from rag_server.store.startup import StartupError
 
     settings = _settings(args)
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
+        check_extras(settings)
+        from rag_server.server import serve
+
         asyncio.run(serve(settings))
-    except (StoreError, StartupError) as exc:
+    except (StoreError, StartupError, MissingExtra) as exc:
         print(f"rag-server: cannot start: {exc}", file=sys.stderr)
         return 2
     _exit_if_work_is_stuck()
@@ -62,15 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", default=None, help="data directory (default RAG_DATA_DIR)")
     serve.set_defaults(func=_cmd_serve)
 
-    from ingest.command import add_ingest_parser
+    from ingest.cli import add_ingest_parser
 
     add_ingest_parser(sub)
 
-    from rag_server.evaluation.command import add_eval_parser
+    from rag_server.evaluation.cli import add_eval_parser
 
     add_eval_parser(sub)
 
-    from rag_server.persistence.command import add_migrate_parser
+    from rag_server.persistence.cli import add_migrate_parser
 
     add_migrate_parser(sub)
     return parser
@@ -79,7 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    from rag_server.extras import MissingExtra
+
+    try:
+        code: int = args.func(args)
+    except MissingExtra as exc:  # a chosen provider's SDK is not installed: one line, not a traceback
+        print(f"rag-server {args.command}: {exc}", file=sys.stderr)
+        return 2
     return code
 
 

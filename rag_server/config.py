@@ -19,6 +19,10 @@ class Settings(BaseSettings):
     port: int = Field(50051, ge=0, le=65535, description="gRPC port (0 picks a free port).")
     data_dir: Path = Field(Path(".rag-data"), description="Store, embedding cache, uploads and manifests.")
     grace_period_s: float = Field(10.0, ge=0, description="Seconds in-flight calls get to finish on SIGTERM.")
+    accept_window_s: float = Field(
+        1.0, ge=0, le=60, description="On SIGTERM: seconds calls are still accepted after health turns "
+        "NOT_SERVING (load balancers move away), at most a quarter of the grace period."
+    )
     max_workers: int = Field(8, ge=1, le=256, description="Thread pool size for blocking work.")
     max_message_mb: int = Field(16, ge=1, le=512, description="Largest gRPC message accepted, in MiB.")
     log_level: str = Field("INFO", description="Python logging level.")
@@ -45,6 +49,10 @@ class Settings(BaseSettings):
                             "for qdrant-client local mode).")
     qdrant_api_key: SecretStr | None = Field(None, description="API key for the Qdrant server.")
     qdrant_collection: str = Field("formulary", description="Collection name prefix.")
+    qdrant_alias_ttl_s: float = Field(
+        1.0, ge=0, le=3600, description="Seconds a replica trusts its cached view of which generation the "
+        "alias serves (a switch by another replica is seen within this)."
+    )
     qdrant_shard_number: int = Field(1, ge=1, le=1024, description="Shards of a new collection (server).")
     qdrant_replication_factor: int = Field(
         1, ge=1, le=16, description="Replicas of a new collection (server)."
@@ -72,11 +80,20 @@ class Settings(BaseSettings):
     rerank_breaker_failures: int = Field(3, ge=1, le=100, description="Consecutive failures that open "
                                          "the reranker circuit breaker.")
     rerank_breaker_cooldown_s: float = Field(30.0, ge=0, description="Seconds before a half-open retry.")
+    rerank_lexical_weight: float = Field(
+        0.5, ge=0, le=1, description="Offline reranker: share of the BM25 score (the rest is e5 cosine)."
+    )
 
     # --- evidence policy (seed 000 defaults). Searched evidence must also contain a term of the question
     # (retrieval/decide.py); the indication dense floor is calibrated per corpus and embedder at ingest.
     candidate_limit: int = Field(5, ge=1, le=100, description="Hybrid candidates of a corpus search.")
     rerank_top_k: int = Field(6, ge=1, le=100, description="Evidence kept after rerank (free-form).")
+    free_form_pool: int = Field(
+        12, ge=1, le=200, description="Hybrid candidates reranked within one drug (free-form questions)."
+    )
+    query_cache_size: int = Field(
+        2048, ge=0, le=1_000_000, description="Query embeddings kept in memory, by normalised text (0: none)."
+    )
     max_context_tokens: int = Field(6000, ge=100, le=200000, description="Token budget of packed evidence.")
     indication_candidate_limit: int = Field(
         8, ge=1, le=100, description="Drugs returned by LookupIndication."

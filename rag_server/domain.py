@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import Any
 
 # uuid5 namespace of point ids: point id = uuid5(POINT_NAMESPACE, chunk_id), so a reload overwrites.
@@ -46,6 +46,47 @@ class FactMatch:
     kind: MatchKind
     chunk_id: str
     detail: str = ""
+
+
+class DecisionKind(IntEnum):
+    """Mirrors rag.v1.DecisionKind (a test keeps the two equal)."""
+
+    UNSPECIFIED = 0
+    ANSWERABLE = 1
+    ABSTAIN = 2
+    VERIFY_PDF = 3
+    CLARIFY = 4
+
+
+class Reason(IntEnum):
+    """Mirrors rag.v1.DecisionReason (a test keeps the two equal): one value per terminal state."""
+
+    UNSPECIFIED = 0
+    GROUNDED_EVIDENCE_AVAILABLE = 1
+    OUT_OF_SCOPE = 2
+    UNDERSTANDING_PROVIDER_UNAVAILABLE = 3
+    UNDERSTANDING_MALFORMED_OUTPUT = 4
+    MISSING_REQUIRED_FIELD = 5
+    CLARIFY_LOOP_EXHAUSTED = 6
+    PARENT_HYDRATION_FAILED = 7
+    MISSING_PROVENANCE = 8
+    VISUAL_VERIFICATION_REQUIRED = 9
+    REQUEST_BUDGET_EXHAUSTED = 10
+    PROVIDER_UNAVAILABLE = 11
+    MALFORMED_OUTPUT = 12
+    EVIDENCE_INSUFFICIENT = 13
+    UNGROUNDED_NUMBER = 14
+    INVALID_CITATION = 15
+    UNCITED_CLAIM = 16
+    UNSUPPORTED_CLAIM = 17
+    INCOMPLETE_ANSWER = 18
+    INSUFFICIENT_RETRIEVAL_SCORE = 19
+    INSUFFICIENT_EVIDENCE = 20
+    DRUG_NOT_FOUND = 21
+    AMBIGUOUS_DRUG = 22
+    SECTION_NOT_FOUND = 23
+    CORPUS_NOT_LOADED = 24
+    SMALLTALK = 25
 
 
 @dataclass(frozen=True)
@@ -90,6 +131,9 @@ class Chunk:
     source_refs: list[SourceRef] = field(default_factory=list)
     requires_visual_check: bool = False
     table_id: str = ""
+    # BM25 term weights (term id -> TF saturation) as stored in the sparse vector; set on search hits by
+    # the store, never part of the payload.
+    terms: dict[int, float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def point_id(self) -> str:
@@ -135,6 +179,21 @@ class Hit:
     chunk: Chunk
     score: float
     score_kind: ScoreKind
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the service decided to do with a request (rag_server.reasons.make_decision builds one)."""
+
+    kind: DecisionKind
+    reason: Reason
+    message: str
+    pages: tuple[SourceRef, ...] = ()  # VERIFY_PDF: the pages to read
+
+    @property
+    def usable(self) -> bool:
+        """The evidence may be shown (answered, or answered with a page to check)."""
+        return self.kind in (DecisionKind.ANSWERABLE, DecisionKind.VERIFY_PDF)
 
 
 @dataclass(frozen=True)

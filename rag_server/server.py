@@ -53,7 +53,6 @@ SERVICE_NAMES = (
 )
 
 
-ACCEPT_WINDOW_S = 1.0
 QUIET_S = 0.2  # no call for this long before the server stops (queued calls are refused, not cut)
 
 
@@ -71,7 +70,7 @@ class RunningServer:
         loop = asyncio.get_running_loop()
         ends = loop.time() + grace
         await self.health.enter_graceful_shutdown()
-        await asyncio.sleep(min(ACCEPT_WINDOW_S, grace / 4))
+        await asyncio.sleep(min(self.app.settings.accept_window_s, grace / 4))
         self.lifecycle.drain()
         idle = await self.lifecycle.wait_idle(max(0.0, ends - loop.time()))
         if idle:

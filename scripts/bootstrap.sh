@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up the local environment idempotently (sourced or run by run.sh, test.sh and .ci/run):
-#   .venv with `pip install -e ".[test]"` (skipped while pyproject.toml is unchanged since the last install)
+#   .venv with the exact versions of requirements.lock (scripts/lock.py), then the package and the Python
+#   client from the checkout (skipped while pyproject.toml, clients/python/pyproject.toml and the lock are
+#   unchanged since the last install); `pip check` proves the set is consistent
 #   tools/node/node_modules via `npm ci` (buf, @grpc/grpc-js, @grpc/proto-loader), when npm is available.
 set -euo pipefail
 
@@ -30,13 +32,17 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 
-want="$(hash_of "$ROOT/pyproject.toml")"
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/clients/python/pyproject.toml" "$ROOT/requirements.lock" |
+  "$VENV/bin/python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"
 have="$(cat "$STAMP" 2>/dev/null || true)"
-if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c 'import rag_server' >/dev/null 2>&1; then
-  say "installing the package and test tools into .venv (pip install -e .[test])"
-  if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -e "$ROOT[test]" \
-    >"$VENV/.formulary-rag-install.log" 2>&1; then
-    cat "$VENV/.formulary-rag-install.log" >&2
+if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c 'import rag_server, formulary_rag_client' >/dev/null 2>&1; then
+  say "installing the locked dependencies, the package and the Python client into .venv"
+  log="$VENV/.formulary-rag-install.log"
+  pip_install() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@"; }
+  if ! { pip_install --no-deps -r "$ROOT/requirements.lock" &&
+    pip_install --no-deps -e "$ROOT" -e "$ROOT/clients/python" &&
+    "$VENV/bin/python" -m pip check --disable-pip-version-check; } >"$log" 2>&1; then
+    cat "$log" >&2
     say "pip install failed (log: .venv/.formulary-rag-install.log)"
     exit 1
   fi

@@ -1,7 +1,9 @@
-"""Regenerate rag_server/gen from protos/ (python, grpc and mypy-protobuf stubs).
+"""Regenerate the generated code from protos/ (python, grpc and mypy-protobuf stubs) into both places that
+ship it: rag_server/gen (the server) and clients/python/formulary_rag_client/gen (the installable client,
+which must not need the server package).
 
 Usage: python scripts/gen_protos.py [--check]
---check regenerates into a temporary folder and fails when rag_server/gen differs.
+--check regenerates into a temporary folder and fails when either tree differs.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "protos"
-GEN_ROOT = ROOT / "rag_server" / "gen"
+# (folder, the Python package the generated modules import each other through)
+TARGETS = (
+    (ROOT / "rag_server" / "gen", "rag_server.gen"),
+    (ROOT / "clients" / "python" / "formulary_rag_client" / "gen", "formulary_rag_client.gen"),
+)
 
 
 def _plugin(name: str) -> str:
@@ -30,7 +36,7 @@ def _plugin(name: str) -> str:
     return str(found)
 
 
-def generate(out_dir: Path) -> None:
+def generate(out_dir: Path, package: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in PROTO_ROOT.rglob("*.proto"))
     include = Path(grpc_tools.__file__).parent / "_proto"
@@ -48,14 +54,14 @@ def generate(out_dir: Path) -> None:
     ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
-    # Generated modules import "rag.v1.x_pb2"; make the packages importable under rag_server.gen.
+    # Generated modules import "rag.v1.x_pb2"; make the packages importable under `package`.
     for pkg in {out_dir / "rag", out_dir / "rag" / "v1"}:
         (pkg / "__init__.py").write_text("")
     for path in (out_dir / "rag" / "v1").glob("*.py*"):
         text = path.read_text()
-        text = text.replace("from rag.v1 import", "from rag_server.gen.rag.v1 import")
-        text = text.replace("import rag.v1.", "import rag_server.gen.rag.v1.")
-        text = text.replace(" rag.v1.", " rag_server.gen.rag.v1.")
+        text = text.replace("from rag.v1 import", f"from {package}.rag.v1 import")
+        text = text.replace("import rag.v1.", f"import {package}.rag.v1.")
+        text = text.replace(" rag.v1.", f" {package}.rag.v1.")
         path.write_text(text)
     header = '"""Generated from protos/ by scripts/gen_protos.py; do not edit."""\n'
     (out_dir / "__init__.py").write_text(header)
@@ -75,15 +81,20 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     opts = parser.parse_args()
     if not opts.check:
-        if GEN_ROOT.exists():
-            shutil.rmtree(GEN_ROOT)
-        generate(GEN_ROOT)
-        print(f"generated {GEN_ROOT.relative_to(ROOT)}")
+        for gen_root, package in TARGETS:
+            if gen_root.exists():
+                shutil.rmtree(gen_root)
+            generate(gen_root, package)
+            print(f"generated {gen_root.relative_to(ROOT)}")
         return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = Path(tmp) / "gen"
-        generate(fresh)
-        problems = _diff(fresh, GEN_ROOT) if GEN_ROOT.exists() else ["rag_server/gen is missing"]
+    problems: list[str] = []
+    for gen_root, package in TARGETS:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = Path(tmp) / "gen"
+            generate(fresh, package)
+            where = gen_root.relative_to(ROOT)
+            found = _diff(fresh, gen_root) if gen_root.exists() else ["missing"]
+            problems += [f"{where}: {p}" for p in found]
     if problems:
         print("generated code is stale; run: python scripts/gen_protos.py", file=sys.stderr)
         print("\n".join(problems), file=sys.stderr)

@@ -1,5 +1,5 @@
 """Generate the README's settings table (from Settings.model_fields), decision-reason table (from the
-DecisionReason enum, its proto comments and rag_server.decision.REASON_MESSAGES) and request-limits table
+DecisionReason enum, its proto comments and rag_server.reasons.REASON_MESSAGES) and request-limits table
 (from rag_server.api.limits.LIMITS).
 
 Usage: python scripts/settings_table.py [--write | --check]
@@ -23,8 +23,9 @@ from pydantic_core import PydanticUndefined
 
 from rag_server.api.limits import LIMITS
 from rag_server.config import Settings
-from rag_server.decision import REASON_MESSAGES, kind_for
+from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.reasons import REASON_MESSAGES, kind_for
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -102,12 +103,12 @@ def reasons_table() -> str:
         if value == pb.DECISION_REASON_UNSPECIFIED:
             continue
         name = pb.DecisionReason.Name(value)
-        kind = pb.DecisionKind.Name(kind_for(value)).removeprefix("DECISION_KIND_")  # type: ignore[arg-type]
+        kind = kind_for(Reason(value)).name
         when = re.sub(r"^[A-Z_]+:\s*", "", comments.get(name, ""))
         when = when[:1].upper() + when[1:]
         lines.append(
             f"| `{name.removeprefix('DECISION_REASON_')}` | {kind} | {_cell(when)} "
-            f"| {_cell(REASON_MESSAGES.get(value, '(missing)'))} |"
+            f"| {_cell(REASON_MESSAGES.get(Reason(value), '(missing)'))} |"
         )
     return "\n".join(lines)
 

@@ -1,15 +1,13 @@
 """Example: list the drugs, retrieve one section exactly, and show a rejected request.
 
-.venv/bin/python clients/python/example.py [target]     (default $RAG_TARGET or 127.0.0.1:50051)
+pip install ./clients/python; python clients/python/example.py [target]
+(default $RAG_TARGET or 127.0.0.1:50051)
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from formulary_rag_client import FormularyClient, InvalidRequest, RagError
 from google.protobuf.json_format import MessageToDict

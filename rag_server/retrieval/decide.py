@@ -16,36 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from rag_server.decision import R, make_decision
-from rag_server.domain import Chunk, Hit, ScoreKind, SourceRef
-from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.domain import Chunk, Decision, Hit, Reason, ScoreKind
+from rag_server.reasons import make_decision
 from rag_server.text.match import Phrases, find_any, tokenize
 
-EvidenceItem = Hit | Chunk | pb.Evidence
-
-
-@dataclass(frozen=True)
-class _Item:
-    chunk_id: str
-    refs: tuple[tuple[str, int, int], ...]
-    visual: bool
-
-
-def _view(item: EvidenceItem) -> _Item:
-    if isinstance(item, Hit):
-        item = item.chunk
-    if isinstance(item, Chunk):
-        refs: Sequence[SourceRef] = item.source_refs
-        return _Item(
-            item.chunk_id,
-            tuple((r.document_id, r.physical_page, r.printed_page) for r in refs),
-            item.requires_visual_check,
-        )
-    return _Item(
-        item.chunk_id,
-        tuple((r.document_id, r.physical_page, r.printed_page) for r in item.source_refs),
-        item.requires_visual_check,
-    )
+EvidenceItem = Hit | Chunk
 
 
 @dataclass(frozen=True)
@@ -70,29 +45,25 @@ class EvidenceRule:
         return any(f" {' '.join(p.folded)} " in text for p in self.terms)
 
 
-def decide_with(evidence: Sequence[Hit], rule: EvidenceRule) -> tuple[list[Hit], pb.Decision]:
+def decide_with(evidence: Sequence[Hit], rule: EvidenceRule) -> tuple[list[Hit], Decision]:
     """(the items the rule admits, the decision on them)."""
     kept = [h for h in evidence if rule.admits(h)]
     if evidence and not kept:
-        return [], make_decision(R.DECISION_REASON_INSUFFICIENT_RETRIEVAL_SCORE)
+        return [], make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE)
     return kept, decide(kept)
 
 
-def decide(evidence: Iterable[EvidenceItem]) -> pb.Decision:
-    items = [_view(e) for e in evidence]
-    if not items:
-        return make_decision(R.DECISION_REASON_PARENT_HYDRATION_FAILED)
-    missing = [i.chunk_id for i in items if not i.refs or any(printed <= 0 for _, _, printed in i.refs)]
+def decide(evidence: Iterable[EvidenceItem]) -> Decision:
+    chunks = [e.chunk if isinstance(e, Hit) else e for e in evidence]
+    if not chunks:
+        return make_decision(Reason.PARENT_HYDRATION_FAILED)
+    missing = [
+        c.chunk_id for c in chunks if not c.source_refs or any(r.printed_page <= 0 for r in c.source_refs)
+    ]
     if missing:
-        return make_decision(R.DECISION_REASON_MISSING_PROVENANCE, detail=", ".join(missing[:5]))
-    visual = [i for i in items if i.visual]
+        return make_decision(Reason.MISSING_PROVENANCE, detail=", ".join(missing[:5]))
+    visual = [c for c in chunks if c.requires_visual_check]
     if visual:
-        pages: dict[tuple[str, int, int], None] = {}
-        for item in visual:
-            for ref in item.refs:
-                pages.setdefault(ref, None)
-        return make_decision(
-            R.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED,
-            pages=[pb.SourceRef(document_id=d, physical_page=p, printed_page=f) for d, p, f in pages],
-        )
-    return make_decision(R.DECISION_REASON_GROUNDED_EVIDENCE_AVAILABLE)
+        pages = dict.fromkeys(ref for c in visual for ref in c.source_refs)
+        return make_decision(Reason.VISUAL_VERIFICATION_REQUIRED, pages=list(pages))
+    return make_decision(Reason.GROUNDED_EVIDENCE_AVAILABLE)

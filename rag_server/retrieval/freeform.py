@@ -1,4 +1,8 @@
-"""The search query and section prior of a free-form question about one drug (ROUTE_FREE_FORM).
+"""The search routes: a free-form question about a drug (ROUTE_FREE_FORM, hybrid search within the drug,
+rerank, pack) and a medical question naming no drug (ROUTE_CORPUS_SEARCH, the same across the corpus).
+Searched evidence counts only when it contains a term of the question (decide.EvidenceRule).
+
+The search query and section prior of a free-form question about one drug:
 
 * Query: the drug's names are taken out (every candidate is that drug's chunk already; a brand name in the
   query only pulled the brand-list chunk up), then the formulary terms of colloquial phrases are appended
@@ -18,12 +22,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from rag_server.domain import Hit
-from rag_server.text.match import Phrase, Tok, find_any, phrase, tokenize
+from rag_server.domain import ChunkKind, Hit, Reason
+from rag_server.reasons import make_decision
+from rag_server.retrieval.decide import EvidenceRule, decide_with
+from rag_server.retrieval.results import RetrievalResult, Route
+from rag_server.retrieval.search import dense_scores, rerank_and_pack, search_candidates
+from rag_server.retrieval.timing import Timings
+from rag_server.store.base import ChunkFilter
+from rag_server.text.match import Phrase, Phrases, Tok, find_any, phrase, tokenize
 from rag_server.understanding.catalog import BRAND_SECTION
-from rag_server.understanding.rules import Rules
+from rag_server.understanding.frame import QueryFrame, Understanding
+from rag_server.understanding.scope import content_words, medical_terms
 from rag_server.vocabulary import Vocabulary
+from rag_server.vocabulary.rules import Rules
+
+if TYPE_CHECKING:
+    from rag_server.retrieval.retriever import Retriever
 
 
 def answer_sections(section_keys: Sequence[str], vocabulary: Vocabulary) -> tuple[str, ...]:
@@ -75,12 +91,80 @@ def section_prior(query: str | Sequence[Tok], rules: Rules) -> dict[str, float]:
     return prior
 
 
-def order_with_prior(
-    hits: Sequence[Hit], scores: Sequence[float], prior: Mapping[str, float]
-) -> list[tuple[int, float]]:
-    """(index, reranker score) best first by score + prior; ties keep the incoming order."""
-    order = sorted(
-        range(len(hits)), key=lambda i: (-(scores[i] + prior.get(hits[i].chunk.section_key, 0.0)), i)
-    )
-    return [(i, scores[i]) for i in order]
+def free_form_route(
+    r: Retriever, frame: QueryFrame, understanding: Understanding | None, timings: Timings
+) -> RetrievalResult:
+    rules = r.language.rules
+    with timings.stage("query"):
+        query = free_form_query(r, frame, understanding)
+        prior = section_prior(query, rules)
+        query = expand(query, rules)
+    hits: list[Hit] = []
+    dense: list[float] | None = []
+    for drug_id in frame.drug_ids:
+        info = r.catalog.drugs.get(drug_id) if r.catalog is not None else None
+        keys = answer_sections(info.section_keys if info else (), r.language.vocabulary)
+        flt = ChunkFilter(drug_id=drug_id, section_keys=keys or None, chunk_kind=ChunkKind.PROSE.value)
+        found = search_candidates(r, query, flt, r.policy.free_form_pool, timings)
+        hits.extend(found.hits)
+        scores = dense_scores(r, found, flt, timings)
+        dense = dense + scores if dense is not None and scores is not None else None
+    rule = evidence_rule(r, query, medical=False)
+    return ranked(r, query, hits, dense, Route.FREE_FORM, timings, prior, rule)
 
+
+def free_form_query(r: Retriever, frame: QueryFrame, understanding: Understanding | None) -> str:
+    """The question without the names of the drugs searched (their mentions when the question was
+    understood here, else their catalog names); the question itself when nothing else is left."""
+    if understanding is not None:
+        wanted = set(frame.drug_ids)
+        spans = [(m.start, m.end) for m in understanding.mentions if wanted & set(m.drug_ids)]
+    else:
+        names = [n for d in frame.drug_ids for n in r.catalog.names_of(d)] if r.catalog is not None else []
+        spans = name_spans(frame.query, names)
+    return without_spans(frame.query, spans) or frame.query
+
+
+def corpus_route(r: Retriever, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+    """A medical question naming no drug: hybrid search across the corpus (optionally one section)."""
+    if not frame.query.strip():
+        return RetrievalResult(make_decision(Reason.MISSING_REQUIRED_FIELD, detail="query"))
+    sections = (frame.section_key,) if frame.section_key else None
+    flt = ChunkFilter(section_keys=sections, chunk_kind=ChunkKind.PROSE.value)
+    found = search_candidates(r, frame.query, flt, r.policy.candidate_limit, timings)
+    dense = dense_scores(r, found, flt, timings)
+    rule = evidence_rule(r, frame.query)
+    return ranked(r, frame.query, found.hits, dense, Route.CORPUS_SEARCH, timings, None, rule)
+
+
+def evidence_rule(r: Retriever, query: str, medical: bool = True) -> EvidenceRule:
+    """The evidence rule of a search route: the question's medical terms (and the formulary names of the
+    conditions it names) for a question naming no drug; its content words otherwise."""
+    toks = tokenize(query)
+    language = r.language
+    terms: list[Phrase] = []
+    if medical:
+        terms = list(medical_terms(toks, language))
+        terms += [f for spec in language.clinical.conditions_named(toks) for f in spec.forms]
+    if not terms:
+        terms = [phrase(t.raw) for t in content_words(toks, language)]
+    return EvidenceRule(Phrases(dict.fromkeys(terms)), loose=any(t.loose for t in toks))
+
+
+def ranked(
+    r: Retriever,
+    query: str,
+    hits: list[Hit],
+    dense: list[float] | None,
+    route: Route,
+    timings: Timings,
+    prior: Mapping[str, float] | None,
+    rule: EvidenceRule,
+) -> RetrievalResult:
+    packed = rerank_and_pack(
+        query, hits, r.reranker, r.policy.rerank_top_k, r.policy.max_context_tokens, timings, dense, prior
+    )
+    with timings.stage("decide"):
+        kept, decision = decide_with(packed.kept, rule)
+    state = packed.reranker_state
+    return RetrievalResult(decision, kept, packed.omitted_ids, route, reranker_state=state)

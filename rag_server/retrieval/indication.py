@@ -17,20 +17,29 @@ indication_candidate_limit drugs x indication_evidence_per_drug chunks.
 
 from __future__ import annotations
 
-import threading
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rag_server.domain import Chunk, ChunkKind, Hit, ScoreKind
-from rag_server.providers.base import Embedder
+from rag_server.domain import Chunk, ChunkKind, Hit, Reason, ScoreKind
+from rag_server.reasons import make_decision
+from rag_server.retrieval.decide import decide
 from rag_server.retrieval.policy import EvidencePolicy
-from rag_server.retrieval.results import IndicationCandidate
+from rag_server.retrieval.results import IndicationCandidate, IndicationResult, IndicationStage
 from rag_server.retrieval.timing import Timings
-from rag_server.store.base import ChunkFilter, Store
+from rag_server.store.base import ChunkFilter
 from rag_server.text.match import Tok, compatible, tokenize, words
 from rag_server.text.normalize import phrase_positions
+from rag_server.understanding.frame import strip_indication_head
+from rag_server.understanding.scope import content_words, only_generic
 from rag_server.vocabulary.clinical import ConditionSpec
+
+if TYPE_CHECKING:
+    from rag_server.retrieval.retriever import Retriever
+
+log = logging.getLogger("rag_server.retrieval.indication")
 
 INDICATION_SECTION = "chi_dinh"
 
@@ -45,21 +54,6 @@ class PreparedChunk:
 
 def prepare(chunks: Sequence[Chunk]) -> list[PreparedChunk]:
     return [PreparedChunk(c, tuple(words(tokenize(c.text)))) for c in chunks]
-
-
-def known_words(chunks: Sequence[PreparedChunk]) -> frozenset[str]:
-    """Every folded word of the chi_dinh chunks (an indication none of whose words occurs there has nothing
-    near it: the dense fallback is not tried)."""
-    key = id(chunks)
-    cached = _WORDS.get(key)
-    if cached is None or cached[0] is not chunks:
-        cached = (chunks, frozenset(t.folded for c in chunks for t in c.words))
-        _WORDS.clear()
-        _WORDS[key] = cached
-    return cached[1]
-
-
-_WORDS: dict[int, tuple[Sequence[PreparedChunk], frozenset[str]]] = {}
 
 
 def keyword_score(position: int, word_count: int) -> float:
@@ -91,32 +85,23 @@ def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> li
     return hits
 
 
-_PREPARED: dict[int, tuple[str, list[PreparedChunk]]] = {}
-_PREPARED_LOCK = threading.Lock()
+@dataclass(frozen=True)
+class IndicationIndex:
+    """Every chi_dinh prose chunk of the served generation, tokenized once, and every word they use (an
+    indication none of whose words occurs there has nothing near it: the dense fallback is not tried)."""
 
+    chunks: tuple[PreparedChunk, ...] = ()
+    words: frozenset[str] = frozenset()
 
-def indication_chunks(store: Store) -> list[PreparedChunk]:
-    """Every chi_dinh prose chunk (a scroll), tokenized; cached per store and manifest generation."""
-    manifest = store.manifest()
-    stamp = f"{manifest.generation}|{manifest.created_at}|{manifest.corpus_sha}" if manifest else ""
-    with _PREPARED_LOCK:
-        cached = _PREPARED.get(id(store))
-        if cached is not None and cached[0] == stamp and stamp:
-            return cached[1]
-        chunks = store.scroll(
-            ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value)
+    @classmethod
+    def of(cls, chunks: Sequence[Chunk]) -> IndicationIndex:
+        prepared = prepare(
+            [c for c in chunks if c.section_key == INDICATION_SECTION and c.chunk_kind is ChunkKind.PROSE]
         )
-        prepared = prepare(chunks)
-        if stamp:
-            _PREPARED[id(store)] = (stamp, prepared)
-            while len(_PREPARED) > 4:
-                _PREPARED.pop(next(iter(_PREPARED)))
-        return prepared
+        return cls(tuple(prepared), frozenset(t.folded for p in prepared for t in p.words))
 
 
-def synonym_pass(
-    chunks: Sequence[PreparedChunk], conditions: Sequence[ConditionSpec]
-) -> list[Hit]:
+def synonym_pass(chunks: Sequence[PreparedChunk], conditions: Sequence[ConditionSpec]) -> list[Hit]:
     """Chunks naming a condition by any of its forms; +1 per extra condition asked about a chunk names."""
     best: dict[str, Hit] = {}
     named: dict[str, set[str]] = defaultdict(set)
@@ -132,25 +117,18 @@ def synonym_pass(
     return hits
 
 
-def dense_pass(
-    store: Store,
-    embedder: Embedder,
-    indication: str,
-    policy: EvidencePolicy,
-    floor: float,
-    template: str,
-    timings: Timings,
-) -> tuple[list[Hit], float]:
+def dense_pass(r: Retriever, indication: str, floor: float, timings: Timings) -> tuple[list[Hit], float]:
     """(hits at or above the corpus's floor, best raw score seen) - the second for logs and tuning.
-    The query is phrased like the chi_dinh text it is compared with (`template`, the one the floor was
-    calibrated with: clinical.toml [calibration])."""
+    The query is phrased like the chi_dinh text it is compared with (the template the floor was calibrated
+    with: clinical.toml [calibration])."""
     with timings.stage("embed"):
-        vector = embedder.embed([template.format(indication)], "query")[0]
+        vector = r.query_vector(r.language.clinical.calibration.template.format(indication))
+    assert vector is not None
     with timings.stage("search"):
-        hits = store.search_dense(
+        hits = r.store.search_dense(
             vector,
             ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value),
-            policy.indication_retrieval_limit,
+            r.policy.indication_retrieval_limit,
         )
     best = hits[0].score if hits else 0.0
     return [h for h in hits if h.score >= floor], best
@@ -176,3 +154,43 @@ def group_by_drug(hits: Sequence[Hit], policy: EvidencePolicy) -> list[Indicatio
         )
     candidates.sort(key=lambda c: (-c.score, c.drug_id))
     return candidates[: policy.indication_candidate_limit]
+
+
+NO_CONDITION = "không có tên bệnh hay tình trạng nào để tra"
+
+
+def lookup(r: Retriever, indication: str, timings: Timings) -> IndicationResult:
+    """Conditions only: generic words get no drugs; keyword pass, then synonyms, then the dense fallback."""
+    language = r.language
+    toks = tokenize(indication)
+    if only_generic(toks, language):
+        decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE, detail=NO_CONDITION)
+        return IndicationResult(decision, [], indication=indication)
+    chunks = r.indications.chunks
+    phrases = list(dict.fromkeys([indication.strip(), strip_indication_head(indication, language.rules)]))
+    hits: list[Hit] = []
+    with timings.stage("keyword"):
+        for text in phrases:
+            hits = keyword_pass(chunks, text)
+            if hits:
+                break
+    stage = IndicationStage.KEYWORD if hits else IndicationStage.NONE
+    if not hits:
+        with timings.stage("synonym"):
+            named = language.clinical.only_conditions(toks, language.fillers)
+            hits = synonym_pass(chunks, named)
+        stage = IndicationStage.SYNONYM if hits else IndicationStage.NONE
+    floor = r.manifest.indication_dense_floor if r.manifest is not None else 0.0
+    near = r.indications.words & {t.folded for t in content_words(toks, language)}
+    if not hits and r.embedder is not None and floor > 0 and near:
+        hits, best = dense_pass(r, indication, floor, timings)
+        log.info("indication dense fallback: best %.4f, floor %.4f, %d kept", best, floor, len(hits))
+        stage = IndicationStage.DENSE if hits else IndicationStage.NONE
+    with timings.stage("group"):
+        candidates = group_by_drug(hits, r.policy)
+    if not candidates:
+        decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE)
+        return IndicationResult(decision, [], match_stage=stage, indication=indication)
+    with timings.stage("decide"):
+        decision = decide([h for c in candidates for h in c.evidence])
+    return IndicationResult(decision, candidates, match_stage=stage, indication=indication)

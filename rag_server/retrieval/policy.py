@@ -1,4 +1,5 @@
-"""EvidencePolicy: the retrieval limits of seed 000, built from Settings (one place, no magic numbers)."""
+"""EvidencePolicy: the retrieval limits (seed 000 defaults), built from Settings only: one place, no second
+copy of the defaults."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ from rag_server.config import Settings
 
 @dataclass(frozen=True)
 class EvidencePolicy:
-    candidate_limit: int = 5  # corpus search candidates
-    rerank_top_k: int = 6  # free-form / corpus evidence kept after rerank
-    max_context_tokens: int = 6000  # packing budget (whole chunks only)
-    indication_candidate_limit: int = 8  # drugs of a reverse lookup
-    indication_retrieval_limit: int = 40  # chunk pool before grouping
-    indication_evidence_per_drug: int = 2
-    patient_candidate_limit: int = 2  # drugs per AssessPatient call
-    safety_hits_per_section: int = 1  # per section and per patient fact
-    safety_sections_per_candidate: int = 4  # lexical safety sections per drug
-    free_form_pool: int = 12  # hybrid candidates reranked within one drug (2 x rerank_top_k)
+    candidate_limit: int  # corpus search candidates
+    rerank_top_k: int  # free-form / corpus evidence kept after rerank
+    max_context_tokens: int  # packing budget (whole chunks only)
+    indication_candidate_limit: int  # drugs of a reverse lookup
+    indication_retrieval_limit: int  # chunk pool before grouping
+    indication_evidence_per_drug: int
+    patient_candidate_limit: int  # drugs per AssessPatient call
+    safety_hits_per_section: int  # per section and per patient fact
+    safety_sections_per_candidate: int  # lexical safety sections per drug
+    free_form_pool: int  # hybrid candidates reranked within one drug
+    query_cache_size: int  # query embeddings kept (by normalised text)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EvidencePolicy:
@@ -32,5 +34,11 @@ class EvidencePolicy:
             patient_candidate_limit=settings.patient_candidate_limit,
             safety_hits_per_section=settings.safety_hits_per_section,
             safety_sections_per_candidate=settings.safety_sections_per_candidate,
-            free_form_pool=max(2 * settings.rerank_top_k, settings.rerank_top_k),
+            free_form_pool=settings.free_form_pool,
+            query_cache_size=settings.query_cache_size,
         )
+
+    @classmethod
+    def defaults(cls) -> EvidencePolicy:
+        """The policy of the default settings."""
+        return cls.from_settings(Settings())  # type: ignore[call-arg]

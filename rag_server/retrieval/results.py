@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rag_server.domain import FactMatch, Hit, ScoreKind
-from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.domain import Decision, FactMatch, Hit, ScoreKind
 from rag_server.retrieval.timing import Timings
 from rag_server.understanding.frame import QueryFrame
 
@@ -24,7 +23,7 @@ class Route(StrEnum):
 
 @dataclass
 class RetrievalResult:
-    decision: pb.Decision
+    decision: Decision
     evidence: list[Hit] = field(default_factory=list)
     omitted_ids: list[str] = field(default_factory=list)
     route: Route = Route.NONE
@@ -53,7 +52,7 @@ class IndicationStage(StrEnum):
 
 @dataclass
 class IndicationResult:
-    decision: pb.Decision
+    decision: Decision
     candidates: list[IndicationCandidate] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
     match_stage: IndicationStage = IndicationStage.NONE
@@ -88,11 +87,11 @@ class CandidateResult:
     drug_id: str
     drug_name: str
     facets: list[FacetResult]
-    decision: pb.Decision
+    decision: Decision
 
 
 @dataclass
 class AssessmentResult:
-    decision: pb.Decision
+    decision: Decision
     candidates: list[CandidateResult] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)

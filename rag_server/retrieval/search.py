@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rag_server.domain import Hit, ScoreKind
-from rag_server.providers.base import Embedder, Reranker
-from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker
-from rag_server.retrieval.freeform import order_with_prior
+from rag_server.providers.base import RerankDoc, Reranker
+from rag_server.providers.rerank.breaker import BreakerState
+from rag_server.providers.rerank.guarded import GuardedReranker
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.timing import Timings
-from rag_server.store.base import ChunkFilter, Store
+from rag_server.store.base import ChunkFilter
 from rag_server.text.bm25 import query_vector
+
+if TYPE_CHECKING:
+    from rag_server.retrieval.retriever import Retriever
 
 DENSE_SCORE_DEPTH = 64
 
@@ -27,46 +31,51 @@ class Candidates:
     vector: list[float] | None  # the dense query vector (None without an embedder)
 
 
-def search_candidates(
-    store: Store, embedder: Embedder | None, query: str, flt: ChunkFilter, limit: int, timings: Timings
-) -> Candidates:
+def search_candidates(r: Retriever, query: str, flt: ChunkFilter, limit: int, timings: Timings) -> Candidates:
     """Hybrid (sparse + dense, RRF) when an embedder is configured, else BM25 alone."""
     sparse = query_vector(query)
-    if embedder is None:
+    if r.embedder is None:
         with timings.stage("search"):
-            return Candidates(store.search_sparse(sparse, flt, limit), None)
+            return Candidates(r.store.search_sparse(sparse, flt, limit), None)
     with timings.stage("embed"):
-        dense = embedder.embed([query], "query")[0]
+        dense = r.query_vector(query)
+    assert dense is not None
     with timings.stage("search"):
-        return Candidates(store.search_hybrid(dense, sparse, flt, limit), dense)
+        return Candidates(r.store.search_hybrid(dense, sparse, flt, limit), dense)
 
 
 def dense_scores(
-    store: Store, candidates: Candidates, flt: ChunkFilter, timings: Timings
+    r: Retriever, candidates: Candidates, flt: ChunkFilter, timings: Timings
 ) -> list[float] | None:
-    """Cosine of each candidate from the stored vectors (one exact dense search with the same filter);
-    a candidate outside that dense top list gets the lowest cosine seen (it ranks below all of them)."""
-    if candidates.vector is None or not candidates.hits:
+    """Cosine of each candidate from the stored vectors (one exact dense search with the same filter), for
+    a reranker that blends them (`uses_dense_scores`); a candidate outside that dense top list gets the
+    lowest cosine seen (it ranks below all of them)."""
+    if candidates.vector is None or not candidates.hits or not uses_dense_scores(r.reranker):
         return None
+    depth = max(DENSE_SCORE_DEPTH, 4 * len(candidates.hits))
     with timings.stage("dense_scores"):
-        found = store.search_dense(candidates.vector, flt, max(DENSE_SCORE_DEPTH, 4 * len(candidates.hits)))
+        found = r.store.search_dense(candidates.vector, flt, depth)
     by_id = {h.chunk.chunk_id: h.score for h in found}
     floor = min(by_id.values(), default=0.0)
     return [by_id.get(h.chunk.chunk_id, floor) for h in candidates.hits]
+
+
+def uses_dense_scores(reranker: Reranker | None) -> bool:
+    return reranker is not None and reranker.uses_dense_scores
 
 
 @dataclass
 class Ranked:
     kept: list[Hit] = field(default_factory=list)
     omitted_ids: list[str] = field(default_factory=list)
-    reranker_state: str = DISABLED
+    reranker_state: str = BreakerState.DISABLED.value
     reranked: bool = False
 
 
 def reranker_state(reranker: Reranker | None) -> str:
     if reranker is None:
-        return DISABLED
-    return reranker.state if isinstance(reranker, GuardedReranker) else "closed"
+        return BreakerState.DISABLED.value
+    return reranker.state.value if isinstance(reranker, GuardedReranker) else BreakerState.CLOSED.value
 
 
 def rerank_hits(
@@ -84,18 +93,22 @@ def rerank_hits(
     it is ignored when the reranker's order is not used."""
     if reranker is None or not hits:
         return list(hits[:top_k]), reranker_state(reranker), False
-    texts = [h.chunk.text for h in hits]
+    docs = [
+        RerankDoc(h.chunk.text, dense[i] if dense is not None else None, h.chunk.terms)
+        for i, h in enumerate(hits)
+    ]
     asked = len(hits) if prior else top_k  # with a prior, score every candidate before cutting
     with timings.stage("rerank"):
         if isinstance(reranker, GuardedReranker):
-            outcome = reranker.rerank_guarded(query, texts, asked, dense=dense)
-            order, state, applied = outcome.order, outcome.state, outcome.applied
+            outcome = reranker.rerank_guarded(query, docs, asked)
+            order, state, applied = outcome.order, outcome.state.value, outcome.applied
         else:  # an unguarded reranker (tests): failures still fall back
             try:
-                order = [(i, s) for i, s in reranker.rerank(query, texts, asked)]
-                state, applied = "closed", True
+                order = [(i, s) for i, s in reranker.rerank(query, docs, asked)]
+                state, applied = BreakerState.CLOSED.value, True
             except Exception:
-                order, state, applied = [(i, None) for i in range(min(top_k, len(hits)))], "open", False
+                fallback: list[tuple[int, float | None]] = [(i, None) for i in range(min(top_k, len(hits)))]
+                order, state, applied = fallback, BreakerState.OPEN.value, False
     if prior and applied and all(score is not None for _, score in order):
         indices = [i for i, _ in order]
         scored = order_with_prior([hits[i] for i in indices], [s or 0.0 for _, s in order], prior)
@@ -121,3 +134,13 @@ def rerank_and_pack(
     with timings.stage("pack"):
         packed = pack_evidence(top, max_tokens)
     return Ranked(packed.kept, packed.omitted_ids, state, applied)
+
+
+def order_with_prior(
+    hits: Sequence[Hit], scores: Sequence[float], prior: Mapping[str, float]
+) -> list[tuple[int, float]]:
+    """(index, reranker score) best first by score + prior; ties keep the incoming order."""
+    order = sorted(
+        range(len(hits)), key=lambda i: (-(scores[i] + prior.get(hits[i].chunk.section_key, 0.0)), i)
+    )
+    return [(i, scores[i]) for i in order]

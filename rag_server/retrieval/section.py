@@ -1,16 +1,32 @@
-"""The section route (the primary path) and bounded cross-section pooling (than_trong only).
+"""The section route (the primary path), the sections it points to, and bounded cross-section pooling.
 
 The section route is a payload-filter scroll, never a top-k: every part of the section, prose parts
 by part_index, then the section's block descriptors by table_id; score 1.0 (EXACT) by construction.
+A short section that merely points to another ("Xem mục Quá liều và xử trí.") brings that section too
+(reference.py, one hop). Pooling (than_trong only) adds at most two other sections of the same drug that
+match the question's content terms strongly (seed 000 §2).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rag_server.domain import Chunk, ChunkKind, Hit, ScoreKind
-from rag_server.retrieval.lexical import matched_terms
+from rag_server.domain import Chunk, ChunkKind, Hit, Reason, ScoreKind
+from rag_server.reasons import make_decision
+from rag_server.retrieval.decide import decide
+from rag_server.retrieval.lexical import content_terms, matched_terms
+from rag_server.retrieval.reference import pointer_targets, prose_text
+from rag_server.retrieval.results import RetrievalResult, Route
+from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, SparseVector, Store
+from rag_server.text.bm25 import query_vector
+from rag_server.text.match import Phrase, phrase, tokenize
+from rag_server.understanding.frame import QueryFrame
+
+if TYPE_CHECKING:
+    from rag_server.retrieval.retriever import Retriever
 
 _LEXICAL_POOL_ENABLED_SECTIONS = {"than_trong"}
 _LEXICAL_POOL_EXCLUDED_SECTIONS = {"duoc_ly_va_co_che_tac_dung"}
@@ -62,3 +78,61 @@ def pooled_neighbour_hits(
             sections.append(key)
         pooled.append(Hit(chunk=hit.chunk, score=float(matched), score_kind=ScoreKind.LEXICAL))
     return pooled
+
+
+def section_route(r: Retriever, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+    """The whole section of each drug asked about, in part order, with what it points to and pooling."""
+    evidence: list[Hit] = []
+    pooled_any = False
+    missing: list[str] = []
+    title = r.language.vocabulary.title(frame.section_key)
+    for drug_id in frame.drug_ids:
+        with timings.stage("scroll"):
+            hits = section_hits(r.store, drug_id, frame.section_key)
+        if not hits:
+            missing.append(drug_id)
+            continue
+        evidence.extend(hits)
+        evidence.extend(followed(r, drug_id, frame.section_key, hits, timings))
+        if frame.query:
+            with timings.stage("pool"):
+                pooled = pool(r, frame, drug_id)
+            pooled_any = pooled_any or bool(pooled)
+            evidence.extend(pooled)
+    if missing and not evidence:
+        detail = f"{title}: {', '.join(missing)}"
+        return RetrievalResult(make_decision(Reason.SECTION_NOT_FOUND, detail=detail), route=Route.SECTION)
+    with timings.stage("decide"):
+        decision = decide(evidence)
+    if missing:  # never let one drug's section pass for all of them
+        note = f" (Không có mục {title}: {', '.join(missing)})"
+        decision = dataclasses.replace(decision, message=decision.message + note)
+    return RetrievalResult(decision, evidence, route=Route.SECTION_POOLED if pooled_any else Route.SECTION)
+
+
+def followed(
+    r: Retriever, drug_id: str, section_key: str, hits: Sequence[Hit], timings: Timings
+) -> list[Hit]:
+    """The sections a short section merely points to, whole, in part order, one hop; recorded as the stage
+    "follow_reference"."""
+    info = r.catalog.drugs.get(drug_id) if r.catalog is not None else None
+    present = set(info.section_keys) if info is not None else set()
+    text = prose_text(h.chunk for h in hits)
+    targets = [k for k in pointer_targets(section_key, text, r.language.vocabulary) if k in present]
+    if not targets:
+        return []
+    out: list[Hit] = []
+    with timings.stage("follow_reference"):
+        for key in targets:
+            out.extend(section_hits(r.store, drug_id, key))
+    return out
+
+
+def pool(r: Retriever, frame: QueryFrame, drug_id: str) -> list[Hit]:
+    """Bounded cross-section pooling for one drug (than_trong only)."""
+    drop: list[Phrase] = r.catalog.names_of(drug_id) if r.catalog is not None else []
+    match = r.language.vocabulary.resolve_section(r.without_names(frame.query, [drug_id]))
+    if match is not None:
+        drop.append(phrase(match.phrase))
+    terms = content_terms(tokenize(frame.query), r.language.rules.stopwords, drop)
+    return pooled_neighbour_hits(r.store, drug_id, frame.section_key, terms, query_vector(" ".join(terms)))

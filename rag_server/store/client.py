@@ -33,11 +33,11 @@ from rag_server.store.common import (
     StoreError,
     fetch_limit,
     prefetch_limit,
+    sparse_of,
     to_hits,
 )
 
 MANIFEST_SUFFIX = "__manifest"
-ALIAS_TTL_S = 1.0
 _MANIFEST_NS = uuid.UUID("0b9a4c1e-3d5f-5a7b-9c1d-2e4f6a8b0c12")
 
 
@@ -71,6 +71,7 @@ class QdrantStore:
         replication_factor: int = 1,
         write_consistency_factor: int = 1,
         page_size: int = SCROLL_PAGE_SIZE,
+        alias_ttl_s: float = 1.0,
     ) -> None:
         self.client = client
         self.prefix = prefix
@@ -79,6 +80,7 @@ class QdrantStore:
         self.replication_factor = replication_factor
         self.write_consistency_factor = write_consistency_factor
         self.page_size = page_size
+        self.alias_ttl_s = alias_ttl_s
         self.manifest_collection = f"{prefix}{MANIFEST_SUFFIX}"
         # exact dense search (the corpus is ~15k points); local mode is always exact and warns on params
         self._exact = None if local else models.SearchParams(exact=True)
@@ -109,11 +111,12 @@ class QdrantStore:
 
     @property
     def active_generation(self) -> str | None:
-        """The generation the alias points at (re-read from the server at most every ALIAS_TTL_S; a
-        switch by this process is seen at once; reads always go through the alias itself)."""
+        """The generation the alias points at (re-read from the server at most every `alias_ttl_s`,
+        RAG_QDRANT_ALIAS_TTL_S; a switch by this process is seen at once; reads always go through the alias
+        itself)."""
         with self._lock:
             now = time.monotonic()
-            if self._alias_cache is not None and now - self._alias_cache[0] < ALIAS_TTL_S:
+            if self._alias_cache is not None and now - self._alias_cache[0] < self.alias_ttl_s:
                 return self._alias_cache[1]
             generation: str | None = None
             for alias in self.client.get_aliases().aliases:
@@ -230,14 +233,20 @@ class QdrantStore:
         with self._lock:
             if not self._served():
                 return []
+            terms = kind is not ScoreKind.DENSE  # searched candidates carry their BM25 terms (the reranker's)
             response = self.client.query_points(
                 self.prefix,
                 query_filter=client_filter(flt),
                 limit=fetch_limit(limit),
                 with_payload=True,
+                with_vectors=[SPARSE_VECTOR] if terms else False,
                 **kwargs,
             )
-        return to_hits([(dict(p.payload or {}), p.score) for p in response.points], kind, limit)
+        rows = [
+            (dict(p.payload or {}), p.score, sparse_of(p.vector, SPARSE_VECTOR) if terms else None)
+            for p in response.points
+        ]
+        return to_hits(rows, kind, limit)
 
     # --- writes ---
     def create_generation(self, generation: str, dims: int) -> None:

@@ -33,10 +33,23 @@ def fetch_limit(limit: int) -> int:
     return limit + max(8, limit // 4)
 
 
-def to_hits(rows: list[tuple[dict[str, Any], float]], kind: ScoreKind, limit: int) -> list[Hit]:
-    """The best `limit` hits, best first; equal scores are ordered by chunk_id so both adapters agree."""
-    hits = [
-        Hit(chunk=Chunk.from_payload(payload), score=float(score), score_kind=kind) for payload, score in rows
-    ]
+def to_hits(
+    rows: list[tuple[dict[str, Any], float, Any]], kind: ScoreKind, limit: int
+) -> list[Hit]:
+    """The best `limit` hits, best first; equal scores are ordered by chunk_id so both adapters agree.
+    A row's third item is its stored BM25 sparse vector when the search asked for it (the chunk's terms)."""
+    hits = []
+    for payload, score, sparse in rows:
+        chunk = Chunk.from_payload(payload)
+        if sparse is not None:
+            chunk.terms = dict(zip(sparse.indices, sparse.values, strict=True))
+        hits.append(Hit(chunk=chunk, score=float(score), score_kind=kind))
     hits.sort(key=lambda h: (-h.score, h.chunk.chunk_id))
     return hits[:limit]
+
+
+def sparse_of(vector: Any, name: str) -> Any:
+    """The named sparse vector of a returned point (None when absent)."""
+    if isinstance(vector, dict):
+        return vector.get(name)
+    return None

@@ -40,6 +40,7 @@ from rag_server.store.common import (
     StoreError,
     fetch_limit,
     prefetch_limit,
+    sparse_of,
     to_hits,
 )
 
@@ -181,19 +182,24 @@ class EdgeStore:
     ) -> list[Hit]:
         if limit <= 0:
             return []
+        terms = kind is not ScoreKind.DENSE  # searched candidates carry their BM25 terms (the reranker's)
         request = qe.QueryRequest(
             limit=fetch_limit(limit),
             query=query,
             prefetches=prefetches,
             filter=edge_filter(flt),
             with_payload=True,
+            with_vector=[SPARSE_VECTOR] if terms else False,
             params=qe.SearchParams(exact=True) if kind is ScoreKind.DENSE else None,
         )
         with self._lock:
             if self._active_shard is None:
                 return []
             points = self._active_shard.query(request)
-        return to_hits([(p.payload or {}, p.score) for p in points], kind, limit)
+        rows = [
+            (p.payload or {}, p.score, sparse_of(p.vector, SPARSE_VECTOR) if terms else None) for p in points
+        ]
+        return to_hits(rows, kind, limit)
 
     # --- writes ---
     def create_generation(self, generation: str, dims: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag_server.config import Settings
+from rag_server.extras import Extra, require
 from rag_server.store.base import Store
 from rag_server.store.common import StoreError
 
@@ -16,6 +17,7 @@ def open_store(settings: Settings, dims: int | None = None) -> Store:
 
         store = EdgeStore(settings.store_dir)
     else:
+        require(Extra.QDRANT, "RAG_STORE=qdrant")
         from qdrant_client import QdrantClient
 
         from rag_server.store.client import QdrantStore
@@ -35,6 +37,7 @@ def open_store(settings: Settings, dims: int | None = None) -> Store:
             shard_number=settings.qdrant_shard_number,
             replication_factor=settings.qdrant_replication_factor,
             write_consistency_factor=settings.qdrant_write_consistency_factor,
+            alias_ttl_s=settings.qdrant_alias_ttl_s,
         )
     manifest = store.manifest()
     if dims is not None and manifest is not None and manifest.dims != dims:

@@ -1,4 +1,5 @@
-"""BM25 sparse vectors for Vietnamese text (the term-frequency half; Qdrant's `Modifier.IDF` adds the IDF).
+"""The one text analyzer and BM25 of the service: sparse vectors stored at ingest (the term-frequency half;
+Qdrant's `Modifier.IDF` adds the IDF), query terms, and BM25 over a candidate set (the offline reranker).
 
 Analysis, shared by documents and queries:
   1. `underthesea.word_tokenize` segments the text into words; a compound word ("suy thận") becomes one
@@ -17,9 +18,11 @@ a document is then sum over matched terms of IDF(term) * saturation(term).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from rag_server.store.base import SparseVector
@@ -103,7 +106,30 @@ def query_vector(text: str) -> SparseVector:
     return _to_sparse({term_id(term): 1.0 for term in counts})
 
 
-def query_terms(text: str) -> list[str]:
-    """Distinct terms of a query, in order (for explanations and tests)."""
-    counts, _ = analyze(text)
-    return list(counts)
+def query_terms(text: str, stopwords: frozenset[str] = frozenset(), accent_aware: bool = False) -> list[str]:
+    """Distinct terms of a query, in order, stopword words (folded) left out. With `accent_aware`, a query
+    typed with diacritics keeps them (its "phù" must not match the "phụ" of "phụ nữ" through the shared
+    folding "phu"); a query typed without any matches the folded forms."""
+    words = [w for w in segment(text) if "_".join(fold(s) for s in w) not in stopwords]
+    accented = accent_aware and any(fold(s) != s for word in words for s in word)
+    terms: list[str] = []
+    for word in words:
+        forms = ([*(["_".join(word)] if len(word) > 1 else []), *word]) if accented else word_terms(word)
+        terms.extend(f for f in forms if f not in terms)
+    return terms
+
+
+def term_weights(text: str) -> dict[int, float]:
+    """term id -> BM25 TF-saturation weight (what document_vector stores), for a text not stored."""
+    vector = document_vector(text)
+    return dict(zip(vector.indices, vector.values, strict=True))
+
+
+def bm25_over(query_ids: Sequence[int], docs: Sequence[Mapping[int, float]]) -> list[float]:
+    """BM25 of each document for the query terms, IDF taken over `docs` themselves, from the documents'
+    stored TF-saturation weights (no text is analysed again)."""
+    n = len(docs)
+    wanted = list(dict.fromkeys(query_ids))
+    df = {t: sum(1 for d in docs if t in d) for t in wanted}
+    idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in wanted}
+    return [sum(idf[t] * d[t] for t in wanted if t in d) for d in docs]

@@ -1,8 +1,14 @@
-"""Question tokens kept in two aligned forms (accented and folded) and accent-compatible phrase matching.
+"""The one phrase matcher: question tokens kept in two aligned forms (accented and folded) and
+accent-compatible phrase matching, used by understanding (drug names, medications, conditions, scope) and
+by the section vocabulary alike.
 
-A text typed entirely without diacritics is matched loosely: each token matches any accented form with
-the same folding ("chong chi dinh" ~ "chống chỉ định"). As soon as a text carries diacritics they are
-meaningful and every token must match exactly ("hẹn" is not "hen", "cho" is not "chó").
+Two accent rules (`AccentRule`):
+* TEXT (default): a text typed entirely without diacritics is matched loosely, each token matching any
+  accented form with the same folding ("chong chi dinh" ~ "chống chỉ định"); as soon as a text carries
+  diacritics they are meaningful and every token must match exactly ("hẹn" is not "hen", "cho" is not
+  "chó"). Names and clinical terms use it.
+* WORD: each word typed without diacritics matches loosely even in a text with diacritics elsewhere
+  (section cues: "chong chi định"; "có che" is still not "cơ chế" because "có" carries them).
 Punctuation is kept as separate tokens so a phrase never matches across it.
 """
 
@@ -10,8 +16,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property, lru_cache
 
 from rag_server.text.normalize import fold
@@ -42,13 +49,23 @@ def _raw(word: str) -> str:
     return unicodedata.normalize("NFKC", word).translate(_D).lower()
 
 
-def tokenize(text: str) -> list[Tok]:
+class AccentRule(Enum):
+    TEXT = "text"  # loose only when the whole text is typed without diacritics
+    WORD = "word"  # loose for each word typed without diacritics
+
+
+def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
     """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters)."""
     text = unicodedata.normalize("NFKC", text)
     pieces = [(m, _raw(m.group())) for m in _TOKEN.finditer(text)]
     folded = [raw if raw in PUNCT else fold(raw) for _, raw in pieces]
-    loose = all(raw == f for (_, raw), f in zip(pieces, folded, strict=True))
-    return [Tok(raw, f, m.start(), m.end(), loose) for (m, raw), f in zip(pieces, folded, strict=True)]
+    plain = [raw == f for (_, raw), f in zip(pieces, folded, strict=True)]
+    if accents is AccentRule.TEXT:
+        plain = [all(plain)] * len(plain)
+    return [
+        Tok(raw, f, m.start(), m.end(), loose)
+        for (m, raw), f, loose in zip(pieces, folded, plain, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -117,10 +134,19 @@ def phrases(patterns: Iterable[Phrase]) -> Phrases:
     return patterns if isinstance(patterns, Phrases) else Phrases(patterns)
 
 
-def find_any(toks: Sequence[Tok], patterns: Iterable[Phrase]) -> list[tuple[int, Phrase]]:
-    """Non-overlapping matches, longest pattern first (then by pattern text, then leftmost)."""
+def longest_first(pat: Phrase) -> tuple[int, str]:
+    return (-len(pat), pat.text)
+
+
+def find_any(
+    toks: Sequence[Tok],
+    patterns: Iterable[Phrase],
+    rank: Callable[[Phrase], tuple[int | str, ...]] = longest_first,
+) -> list[tuple[int, Phrase]]:
+    """Non-overlapping matches in text order, claimed in `rank` order (default: longest pattern first,
+    then by pattern text), leftmost first among equals."""
     hits = phrases(patterns).matches(toks)
-    hits.sort(key=lambda f: (-len(f[1]), f[1].text, f[0]))
+    hits.sort(key=lambda f: (*rank(f[1]), f[0]))
     taken = [False] * len(toks)
     found: list[tuple[int, Phrase]] = []
     for i, pat in hits:

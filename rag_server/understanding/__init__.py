@@ -1,13 +1,12 @@
 """Query understanding without an LLM: drug catalog, section phrases, patient facts -> QueryFrame."""
 
-from rag_server.understanding.catalog import Catalog, CatalogCache, DrugInfo, Mention, build_catalog
+from rag_server.understanding.catalog import Catalog, DrugInfo, Mention, build_catalog
 from rag_server.understanding.frame import QueryFrame, TurnType, Understanding, build_frame
 from rag_server.understanding.patient import PatientFacts
-from rag_server.understanding.rules import Rules, load_rules
+from rag_server.vocabulary.rules import Rules, load_rules
 
 __all__ = [
     "Catalog",
-    "CatalogCache",
     "DrugInfo",
     "Mention",
     "PatientFacts",

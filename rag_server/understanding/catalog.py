@@ -1,4 +1,4 @@
-"""The drug catalog: names -> drug_ids, built from the store and cached per manifest generation.
+"""The drug catalog: names -> drug_ids, built from the served generation's chunks (once per generation).
 
 Names come from the monograph display names (and their parenthetical aliases), the INN line
 (`ten_chung_quoc_te`) and the brand list (`ten_thuong_mai`, split on ';'). Matching inside a question is
@@ -29,26 +29,19 @@ from __future__ import annotations
 
 import bisect
 import re
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
 
 from rag_server.domain import Chunk, ChunkKind
-from rag_server.store.base import ChunkFilter, Store
 from rag_server.text.match import Phrase, Tok, compatible, phrase, tokenize
 from rag_server.text.normalize import fold
 from rag_server.understanding.fuzzy import LONG_BOUND, FuzzyIndex
-from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable, known_words
-from rag_server.understanding.rules import Rules, load_rules
+from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable
 from rag_server.vocabulary import Vocabulary
-
-if TYPE_CHECKING:
-    from rag_server.understanding.drug_classes import ClassIndex
-    from rag_server.vocabulary.clinical import ClinicalVocabulary
+from rag_server.vocabulary.language import Language
 
 INN_SECTION = "ten_chung_quoc_te"
 BRAND_SECTION = "ten_thuong_mai"
@@ -417,10 +410,8 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
     return frozenset(common)
 
 
-def build_catalog(
-    chunks: Sequence[Chunk], vocabulary: Vocabulary, generation: str = "", rules: Rules | None = None
-) -> Catalog:
-    rules = rules if rules is not None else load_rules()
+def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str = "") -> Catalog:
+    vocabulary, rules = language.vocabulary, language.rules
     by_drug: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_drug[chunk.drug_id].append(chunk)
@@ -475,7 +466,7 @@ def build_catalog(
                 if stripped is not None:
                     add(chunk.drug_id, Tier.BRAND, stripped.text, filter_common=True)
 
-    vocabulary_words = known_words(vocabulary, rules)
+    vocabulary_words = language.known_words
     conjunctions = [c.folded for c in rules.name_conjunctions]
     excluded = rules.generic_name_words | vocabulary_words
     _add_distinctive_words(entries, word_sources, excluded, conjunctions)
@@ -622,45 +613,3 @@ def _add_brand_first_words(
         slot = entries[(word,)]
         for drug_id in sorted(owners[word]):
             slot.setdefault((drug_id, Tier.BRAND_WORD), NameEntry(drug_id, Tier.BRAND_WORD, word_phrase))
-
-
-class CatalogCache:
-    """Catalogs per (store, manifest generation): rebuilt after a load switches generations.
-
-    Keeps the last few stores' catalogs (a process normally serves one store; tests run several).
-    """
-
-    def __init__(self, size: int = 4) -> None:
-        self._lock = threading.Lock()
-        self._size = size
-        self._catalogs: dict[int, tuple[str, Catalog]] = {}
-        self._classes: dict[int, tuple[Catalog, ClassIndex]] = {}
-
-    def classes(self, catalog: Catalog, clinical: ClinicalVocabulary) -> ClassIndex:
-        """The class index of a catalog (built once per catalog)."""
-        from rag_server.understanding.drug_classes import ClassIndex
-
-        with self._lock:
-            cached = self._classes.get(id(catalog))
-            if cached is not None and cached[0] is catalog:
-                return cached[1]
-            index = ClassIndex(clinical, catalog)
-            self._classes = {id(catalog): (catalog, index)}
-            return index
-
-    def get(self, store: Store, vocabulary: Vocabulary) -> Catalog | None:
-        """None when the store serves no corpus yet."""
-        manifest = store.manifest()
-        if manifest is None:
-            return None
-        stamp = f"{manifest.generation}|{manifest.created_at}|{manifest.corpus_sha}"
-        with self._lock:
-            cached = self._catalogs.get(id(store))
-            if cached is not None and cached[0] == stamp:
-                return cached[1]
-            catalog = build_catalog(store.scroll(ChunkFilter()), vocabulary, generation=manifest.generation)
-            self._catalogs.pop(id(store), None)
-            self._catalogs[id(store)] = (stamp, catalog)
-            while len(self._catalogs) > self._size:
-                self._catalogs.pop(next(iter(self._catalogs)))
-            return catalog

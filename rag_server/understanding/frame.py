@@ -11,15 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rag_server.decision import R
+from rag_server.domain import Reason
 from rag_server.text.match import Phrase, Tok, find_any, match_at, text_of, tokenize, words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
-from rag_server.understanding.lexicon import drug_like_words, known_words
+from rag_server.understanding.lexicon import drug_like_words
 from rag_server.understanding.patient import PatientFacts, extract_patient
-from rag_server.understanding.rules import Rules, Template
 from rag_server.understanding.scope import looks_non_human, medical_terms, only_generic
-from rag_server.vocabulary import Vocabulary
-from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
+from rag_server.vocabulary.language import Language
+from rag_server.vocabulary.rules import Rules, Template
 
 # Sections a patient fact can also name ("bà bầu" is a pregnancy fact and the pregnancy section).
 _FACT_SECTIONS = {"thoi_ky_mang_thai": "pregnant", "thoi_ky_cho_con_bu": "breastfeeding"}
@@ -52,7 +51,7 @@ class QueryFrame:
 @dataclass
 class Understanding:
     frame: QueryFrame
-    reason: int = 0  # a DecisionReason when the frame cannot be acted on as is
+    reason: Reason = Reason.UNSPECIFIED  # set when the frame cannot be acted on as is
     detail: str = ""
     mentions: list[Mention] = field(default_factory=list)
 
@@ -151,19 +150,13 @@ def strip_indication_head(text: str, rules: Rules) -> str:
     return text_of(toks)
 
 
-def build_frame(
-    query: str,
-    catalog: Catalog | None,
-    vocabulary: Vocabulary,
-    rules: Rules,
-    clinical: ClinicalVocabulary | None = None,
-) -> Understanding:
-    clinical = clinical if clinical is not None else load_clinical()
+def build_frame(query: str, catalog: Catalog | None, language: Language) -> Understanding:
+    vocabulary, rules = language.vocabulary, language.rules
     toks = tokenize(query)[:MAX_QUESTION_TOKENS]
     frame = QueryFrame(turn_type=TurnType.FREE_FORM, query=query)
     if looks_non_human(toks, rules):
         frame.turn_type = TurnType.OUT_OF_SCOPE
-        return Understanding(frame, R.DECISION_REASON_OUT_OF_SCOPE)
+        return Understanding(frame, Reason.OUT_OF_SCOPE)
 
     mentions = catalog.find(toks) if catalog is not None else []
     without_drugs = _masked(toks, mentions)
@@ -172,7 +165,7 @@ def build_frame(
     if any(m.stage == MatchStage.PREFIX for m in mentions) and not (
         section is not None
         or _bare_name(without_drugs, rules)
-        or medical_terms(toks, clinical, rules)
+        or medical_terms(toks, language)
         or not extract_patient(toks, mentions, rules).facts.empty
     ):
         # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
@@ -196,7 +189,7 @@ def build_frame(
             f"'{m.text}': " + " | ".join(catalog.display_name(d) if catalog else d for d in m.drug_ids)
             for m in ambiguous
         )
-        return Understanding(frame, R.DECISION_REASON_AMBIGUOUS_DRUG, detail, mentions)
+        return Understanding(frame, Reason.AMBIGUOUS_DRUG, detail, mentions)
 
     current = set(reading.current_mentions)
     candidates = [d for i, m in enumerate(mentions) if i not in current for d in m.drug_ids]
@@ -208,35 +201,35 @@ def build_frame(
     if not frame.drug_ids:
         if is_smalltalk(toks, rules):
             frame.turn_type = TurnType.SMALLTALK
-            return Understanding(frame, R.DECISION_REASON_SMALLTALK, mentions=mentions)
+            return Understanding(frame, Reason.SMALLTALK, mentions=mentions)
         indication = extract_indication(without_drugs, rules)
         if indication:
             frame.turn_type = TurnType.INDICATION_LOOKUP
             frame.indication = indication
             frame.section_key = ""
             return Understanding(frame, mentions=mentions)
-        unknown = drug_like_words(toks, known_words(vocabulary, rules) | _generic_words(clinical))
+        unknown = drug_like_words(toks, language.known_words)
         named = section is not None or not facts.empty or _bare_name(_mask(toks, unknown), rules)
         if unknown and len(unknown) <= MAX_UNKNOWN_NAMES and named:
             # "liều của semaglutid": a drug is named, just not one the formulary has.
             frame.turn_type = TurnType.SECTION_QUESTION if section is not None else TurnType.FREE_FORM
             frame.missing_fields = ["drug_id"]
-            return Understanding(frame, R.DECISION_REASON_DRUG_NOT_FOUND, _echo(unknown), mentions)
+            return Understanding(frame, Reason.DRUG_NOT_FOUND, _echo(unknown), mentions)
         if section is not None or not facts.empty:
             frame.turn_type = TurnType.CLARIFY
             frame.missing_fields = ["drug_id"]
-            return Understanding(frame, R.DECISION_REASON_MISSING_REQUIRED_FIELD, "tên thuốc", mentions)
-        if medical_terms(toks, clinical, rules):
+            return Understanding(frame, Reason.MISSING_REQUIRED_FIELD, "tên thuốc", mentions)
+        if medical_terms(toks, language):
             frame.turn_type = TurnType.FREE_FORM  # a medical question naming no drug: corpus search
             return Understanding(frame, mentions=mentions)
-        if only_generic(toks, clinical, rules) and any(t.folded.isalpha() for t in toks):
+        if only_generic(toks, language) and any(t.folded.isalpha() for t in toks):
             frame.turn_type = TurnType.CLARIFY  # "thuốc gì", "người lớn": which drug or condition?
             frame.missing_fields = ["drug_id", "indication"]
             return Understanding(
-                frame, R.DECISION_REASON_MISSING_REQUIRED_FIELD, "tên thuốc hoặc bệnh", mentions
+                frame, Reason.MISSING_REQUIRED_FIELD, "tên thuốc hoặc bệnh", mentions
             )
         frame.turn_type = TurnType.OUT_OF_SCOPE  # nothing medical to look up: never searched
-        return Understanding(frame, R.DECISION_REASON_OUT_OF_SCOPE, mentions=mentions)
+        return Understanding(frame, Reason.OUT_OF_SCOPE, mentions=mentions)
 
     if _patient_turn(facts, frame.section_key):
         frame.turn_type = TurnType.PATIENT_ASSESSMENT
@@ -256,10 +249,6 @@ MAX_ECHO_CHARS = 40  # a word echoed back in a decision message is cut to this
 
 def _echo(names: Sequence[str]) -> str:
     return ", ".join(n if len(n) <= MAX_ECHO_CHARS else n[: MAX_ECHO_CHARS - 1] + "…" for n in names[:3])
-
-
-def _generic_words(clinical: ClinicalVocabulary) -> frozenset[str]:
-    return clinical.generic_words
 
 
 def _patient_turn(facts: PatientFacts, section_key: str) -> bool:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from rag_server.text.match import Tok, tokenize
-from rag_server.understanding.rules import Rules
-from rag_server.vocabulary import Vocabulary
+from rag_server.text.match import Tok
 
 MIN_DRUG_LIKE_CHARS = 5
 MAX_DRUG_LIKE_CHARS = 40  # a longer "word" is no drug name
@@ -43,19 +41,3 @@ def drug_like_words(toks: Sequence[Tok], known: Iterable[str]) -> list[str]:
         if is_drug_like(tok, known_set) and tok.raw not in out:
             out.append(tok.raw)
     return out
-
-
-_KNOWN: dict[tuple[int, int], frozenset[str]] = {}
-
-
-def known_words(vocabulary: Vocabulary, rules: Rules) -> frozenset[str]:
-    """Folded words of the section vocabulary (phrases and hints) and of rules.toml: never a drug name."""
-    key = (id(vocabulary), id(rules))
-    if key not in _KNOWN:
-        texts = [
-            t
-            for spec in vocabulary.sections.values()
-            for t in (spec.title, *spec.aliases, *spec.phrases, *spec.hints)
-        ]
-        _KNOWN[key] = frozenset(tok.folded for text in texts for tok in tokenize(text)) | rules.words()
-    return _KNOWN[key]

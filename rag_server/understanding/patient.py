@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from rag_server.text.match import Phrase, Tok, find_any, match_at, phrase, tokenize
 from rag_server.understanding.catalog import Mention
-from rag_server.understanding.rules import Condition, Rules
+from rag_server.vocabulary.rules import Condition, Rules
 
 
 @dataclass

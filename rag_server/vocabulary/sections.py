@@ -9,23 +9,21 @@
   overdose, not dosage; "xử trí tác dụng phụ" about managing an ADR, not the ADR list; "chỉ định và chống
   chỉ định" about the contraindications). A section's `hints` (weak cues such as "hằng tuần", "mấy
   nhát") are looked for only when no phrase of any section matched.
-  Matching is per word accent-compatible: a word typed without diacritics matches any accented form
-  ("chong chi dinh"), a word typed with them must match them ("có che" is not "cơ chế").
-  Cost: one pass over the question's words with the phrases indexed by their first word.
+  Matching is text.match with AccentRule.WORD: a word typed without diacritics matches any accented form
+  ("chong chi dinh"), a word typed with them must match them ("có che" is not "cơ chế"); a phrase never
+  matches across punctuation. Cost: one pass over the question's words, phrases indexed by first word.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
 import tomllib
-import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, phrase, tokenize
 from rag_server.text.normalize import fold, tokens
 
 
@@ -54,26 +52,27 @@ class Vocabulary:
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
     _headings: dict[str, str] = field(default_factory=dict)
-    _phrases: dict[str, list[_Entry]] = field(default_factory=dict)  # first folded word -> entries
-    _hints: dict[str, list[_Entry]] = field(default_factory=dict)
+    _phrases: _Cues = field(init=False)
+    _hints: _Cues = field(init=False)
 
     def __post_init__(self) -> None:
         for spec in self.sections.values():
             for text in (spec.title, *spec.aliases):
                 self._headings.setdefault(_heading_form(text), spec.key)
-        self._phrases = _by_first(self._ordered(lambda spec: {spec.title, *spec.phrases}))
-        self._hints = _by_first(self._ordered(lambda spec: set(spec.hints)))
+        self._phrases = self._cue_set(lambda spec: {spec.title, *spec.phrases})
+        self._hints = self._cue_set(lambda spec: set(spec.hints))
 
-    def _ordered(self, texts: Callable[[SectionSpec], set[str]]) -> list[_Entry]:
-        entries: list[_Entry] = []
+    def _cue_set(self, texts: Callable[[SectionSpec], set[str]]) -> _Cues:
+        """The phrases of every section, ranked longest first (in words, then characters), ties in book
+        order; a phrase text listed by two sections belongs to the first in book order."""
+        owner: dict[Phrase, str] = {}
         for spec in self.sections.values():
-            for phrase in sorted(texts(spec)):
-                raw, folded = _words(phrase)
-                if folded:
-                    entries.append(_Entry(folded, raw, spec.key, phrase))
-        # Longest phrase first (in tokens, then characters); ties keep book order.
-        entries.sort(key=lambda e: (-len(e.folded), -len(" ".join(e.folded)), self.sections[e.key].order))
-        return [dataclasses.replace(e, rank=rank) for rank, e in enumerate(entries)]
+            for text in sorted(texts(spec)):
+                pat = phrase(text)
+                if len(pat):
+                    owner.setdefault(pat, spec.key)
+        ranked = sorted(owner, key=lambda p: (-len(p), -len(" ".join(p.folded)), self.order(owner[p])))
+        return _Cues(Phrases(ranked), owner, {p: r for r, p in enumerate(ranked)})
 
     @property
     def keys(self) -> list[str]:
@@ -94,94 +93,33 @@ class Vocabulary:
     def resolve_section(self, question: str) -> PhraseMatch | None:
         """The section the question's cues ask for (see the module doc), else the best hint (weak);
         None when nothing matches."""
-        q_raw, q_tokens = _words(question)
-        for index, weak in ((self._phrases, False), (self._hints, True)):
-            cues = _cues(q_raw, q_tokens, index)
+        toks = tokenize(question, AccentRule.WORD)
+        for cue_set, weak in ((self._phrases, False), (self._hints, True)):
+            cues = cue_set.find(toks)
             if cues:
-                best = max(cues, key=lambda c: self._strength(c[0], c[1]))
-                return PhraseMatch(best[0].key, best[0].phrase, best[1], weak)
+                position, best = max(cues, key=lambda c: self._strength(cue_set.owner[c[1]], c[1], c[0]))
+                return PhraseMatch(cue_set.owner[best], best.text, position, weak)
         return None
 
     def cues(self, question: str) -> list[PhraseMatch]:
         """Every non-overlapping section cue of a question, in text order (phrases only, no hints)."""
-        q_raw, q_tokens = _words(question)
-        return [PhraseMatch(e.key, e.phrase, pos) for e, pos in sorted(
-            _cues(q_raw, q_tokens, self._phrases), key=lambda c: c[1])]
+        found = self._phrases.find(tokenize(question, AccentRule.WORD))
+        return [PhraseMatch(self._phrases.owner[p], p.text, i) for i, p in found]
 
-    def _strength(self, entry: _Entry, position: int) -> tuple[int, int, int, int]:
-        spec = self.sections[entry.key]
-        return (spec.specificity, len(entry.folded), len(" ".join(entry.folded)), -position)
-
-    def strip_phrase(self, question: str, match: PhraseMatch) -> list[str]:
-        """Question tokens with the matched section phrase removed (what is left names the drug)."""
-        q_tokens = tokens(question)
-        n = len(tokens(match.phrase))
-        return q_tokens[: match.position] + q_tokens[match.position + n :]
+    def _strength(self, section_key: str, pat: Phrase, position: int) -> tuple[int, int, int, int]:
+        spec = self.sections[section_key]
+        return (spec.specificity, len(pat), len(" ".join(pat.folded)), -position)
 
 
 @dataclass(frozen=True)
-class _Entry:
-    folded: list[str]
-    raw: list[str]
-    key: str
-    phrase: str
-    rank: int = 0  # position in the longest-first order
+class _Cues:
+    patterns: Phrases
+    owner: dict[Phrase, str]  # phrase -> section_key
+    rank: dict[Phrase, int]  # longest-first order
 
-
-def _by_first(entries: list[_Entry]) -> dict[str, list[_Entry]]:
-    index: dict[str, list[_Entry]] = {}
-    for entry in entries:
-        index.setdefault(entry.folded[0], []).append(entry)
-    return index
-
-
-def _cues(q_raw: list[str], q_tokens: list[str], index: dict[str, list[_Entry]]) -> list[tuple[_Entry, int]]:
-    """Non-overlapping (entry, position) matches, claimed longest phrase first."""
-    hits: list[tuple[_Entry, int]] = []
-    for i, tok in enumerate(q_tokens):
-        for entry in index.get(tok, ()):
-            n = len(entry.folded)
-            if q_tokens[i : i + n] == entry.folded and _accents_fit(q_raw, i, entry):
-                hits.append((entry, i))
-    hits.sort(key=lambda h: (h[0].rank, h[1]))
-    taken = [False] * len(q_tokens)
-    out: list[tuple[_Entry, int]] = []
-    for entry, i in hits:
-        n = len(entry.folded)
-        if not any(taken[i : i + n]):
-            taken[i : i + n] = [True] * n
-            out.append((entry, i))
-    return out
-
-
-_RAW_WORD = re.compile(r"[^\W_]+")
-_D = str.maketrans({"Đ": "đ", "Ð": "đ", "ð": "đ"})
-
-
-def _words(text: str) -> tuple[list[str], list[str]]:
-    """(accented, folded) word tokens, aligned; the folded ones are exactly `tokens(text)`. A word whose
-    folding is not one token (odd characters) keeps its folded pieces as accented forms (loose match)."""
-    raw: list[str] = []
-    folded: list[str] = []
-    text = unicodedata.normalize("NFKC", text)
-    for word in _RAW_WORD.findall(text.translate(_D).lower()):
-        pieces = tokens(word)
-        raw.extend([word] if len(pieces) == 1 else pieces)
-        folded.extend(pieces)
-    if folded != tokens(text):  # never expected; fall back to loose matching
-        folded = tokens(text)
-        raw = list(folded)
-    return raw, folded
-
-
-def _accents_fit(q_raw: list[str], start: int, entry: _Entry) -> bool:
-    """A question word typed without diacritics fits any accented form, as does a plain phrase word;
-    otherwise the accented forms must be equal."""
-    for j, (p_raw, p_folded) in enumerate(zip(entry.raw, entry.folded, strict=True)):
-        q = q_raw[start + j]
-        if q != p_raw and q != fold(q) and p_raw != p_folded:
-            return False
-    return True
+    def find(self, toks: Sequence[Tok]) -> list[tuple[int, Phrase]]:
+        """Non-overlapping (token position, phrase) matches in text order, claimed longest phrase first."""
+        return find_any(toks, self.patterns, rank=lambda p: (self.rank[p],))
 
 
 # OCR slips seen in the book: "qui" for "quy", "Ouá" for "Quá".

@@ -33,3 +33,32 @@ def test_a_second_server_on_the_same_data_dir_says_so_in_one_line(
     lines = [line for line in second.stderr.splitlines() if "rag-server: cannot start" in line]
     assert len(lines) == 1, second.stderr
     assert "another process" in lines[0] and "--data-dir" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("blocked", "env", "extra"),
+    [
+        ("cohere", {"RAG_RERANKER": "cohere", "RAG_COHERE_API_KEY": "k"}, "cohere"),
+        ("boto3", {"RAG_EMBEDDER": "bedrock"}, "bedrock"),
+        ("qdrant_client", {"RAG_STORE": "qdrant", "RAG_QDRANT_URL": ":memory:"}, "qdrant"),
+        ("asyncpg", {"RAG_DATABASE_URL": "postgresql://127.0.0.1:1/x"}, "postgres"),
+    ],
+)
+def test_a_provider_whose_extra_is_missing_stops_the_start_in_one_line(
+    tmp_path: Path, blocked: str, env: dict[str, str], extra: str
+) -> None:
+    # The SDK "is not installed": a package of that name that refuses to import shadows the real one.
+    shadow = tmp_path / "shadow" / blocked
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(f"raise ImportError({'No module named ' + blocked!r})\n")
+    done = subprocess.run(
+        [*rag_server(), "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(shadow.parent), "RAG_LOAD_SAMPLE_ON_START": "false",
+             **env},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert f"'{extra}' extra" in lines[0] and f"formulary-rag[{extra}]" in lines[0]

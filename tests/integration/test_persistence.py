@@ -14,17 +14,15 @@ import asyncpg
 import pytest
 
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
-from rag_server.persistence import (
-    ConversationStore,
+from rag_server.persistence.conversations import ConversationStore, Turn
+from rag_server.persistence.migrate import (
     MigrationError,
-    RetrievalTrace,
-    TraceStore,
-    Turn,
     apply_migrations,
-    create_pool,
+    default_migrations_dir,
     discover_migrations,
 )
-from rag_server.persistence.migrate import default_migrations_dir
+from rag_server.persistence.pool import create_pool
+from rag_server.persistence.traces import RetrievalTrace, TraceStore
 
 pytestmark = pytest.mark.integration
 

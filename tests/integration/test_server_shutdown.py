@@ -27,7 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc, retrieval_pb2, retrieval_pb2_grpc
 from rag_server.server import start_server
-from rag_server.store.startup import sample_pdf
+from rag_server.startup import sample_pdf
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -204,10 +204,12 @@ def test_sigterm_under_load_cancels_no_accepted_call(rag_server_process: Callabl
         t.join(10)
     before = [c for sent, c in results if sent < stop_at[0]]
     after = Counter(c.name for sent, c in results if sent >= stop_at[0])
-    print(f"\nSIGTERM under load: {len(before)} calls sent before the signal "
-          f"({Counter(c.name for c in before)}), after: {dict(after)}; health after the signal: "
-          f"{Counter(health_pb2.HealthCheckResponse.ServingStatus.Name(s) for s in health_seen)}; "
-          f"exit code {code} after {exited:.2f} s (grace {grace} s)")
+    print(
+        f"\nSIGTERM under load: {len(before)} calls sent before the signal "
+        f"({Counter(c.name for c in before)}), after: {dict(after)}; health after the signal: "
+        f"{Counter(health_pb2.HealthCheckResponse.ServingStatus.Name(s) for s in health_seen)}; "
+        f"exit code {code} after {exited:.2f} s (grace {grace} s)"
+    )
     assert code == 0, server.output()
     assert before and all(c == grpc.StatusCode.OK for c in before), Counter(c.name for c in before)
     assert set(after) <= {"OK", "UNAVAILABLE"}, after
@@ -241,13 +243,15 @@ def test_the_process_exits_by_the_end_of_the_grace_even_when_a_call_is_stuck(
     rag_server_process: Callable[..., Any], hanging_provider: str
 ) -> None:
     grace = 2.0
-    server = rag_server_process(env={
-        "RAG_GRACE_PERIOD_S": str(grace),
-        "RAG_RERANKER": "cohere",
-        "RAG_COHERE_API_KEY": "test-key-not-secret",
-        "RAG_COHERE_BASE_URL": hanging_provider,
-        "RAG_RERANK_TIMEOUT_S": "60",
-    })
+    server = rag_server_process(
+        env={
+            "RAG_GRACE_PERIOD_S": str(grace),
+            "RAG_RERANKER": "cohere",
+            "RAG_COHERE_API_KEY": "test-key-not-secret",
+            "RAG_COHERE_BASE_URL": hanging_provider,
+            "RAG_RERANK_TIMEOUT_S": "60",
+        }
+    )
     stuck: list[grpc.StatusCode] = []
 
     def ask() -> None:

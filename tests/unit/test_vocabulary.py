@@ -46,11 +46,17 @@ def test_phrase_match_is_word_boundary_exact(vocab: Vocabulary) -> None:
     assert vocab.resolve_section("tieulieuxyz") is None
 
 
-def test_strip_phrase_leaves_the_drug_words(vocab: Vocabulary) -> None:
-    question = "chống chỉ định của zentavir"
-    match = vocab.resolve_section(question)
-    assert match is not None
-    assert vocab.strip_phrase(question, match) == ["cua", "zentavir"]
+def test_section_cues_use_the_shared_matcher_word_by_word(vocab: Vocabulary) -> None:
+    match = vocab.resolve_section("chống chỉ định của zentavir")
+    assert match is not None and (match.section_key, match.position) == ("chong_chi_dinh", 0)
+    # a word typed without diacritics matches in a question typed with them elsewhere ...
+    mixed = vocab.resolve_section("zentavir chong chỉ định gì")
+    assert mixed is not None and mixed.section_key == "chong_chi_dinh"
+    # ... but a word typed with them must match them, and a phrase never spans punctuation
+    plain = vocab.resolve_section("co che gi")
+    assert plain is not None and plain.section_key == "duoc_ly_va_co_che_tac_dung"
+    assert vocab.resolve_section("có che gì") is None
+    assert vocab.resolve_section("chống chỉ, định") is None
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@
     with FormularyClient("127.0.0.1:50051") as client:
         reply = client.retrieve(drug_id="zentavir", section_key="chong_chi_dinh")
 
-It uses the generated stubs of the `formulary-rag` package (`rag_server.gen`), so install the repo
-(`pip install -e .`) or put it on PYTHONPATH.
+Install it with `pip install ./clients/python`: it ships its own generated code
+(`formulary_rag_client.gen`) and does not need the server package.
 """
 
 from formulary_rag_client.client import FormularyClient

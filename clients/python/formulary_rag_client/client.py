@@ -12,7 +12,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from formulary_rag_client.errors import from_rpc_error
-from rag_server.gen.rag.v1 import (
+from formulary_rag_client.gen.rag.v1 import (
     answer_pb2,
     answer_pb2_grpc,
     common_pb2,

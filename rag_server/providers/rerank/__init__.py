@@ -1,16 +1,18 @@
 """Rerankers: offline (default), Cohere, and the timeout + circuit-breaker guard around either."""
 
-from rag_server.providers.rerank.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+from rag_server.providers.rerank.breaker import CLOSED, HALF_OPEN, OPEN, BreakerState, CircuitBreaker
 from rag_server.providers.rerank.factory import build_reranker
-from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker, RerankOutcome
+from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker, RerankFailure, RerankOutcome
 
 __all__ = [
     "CLOSED",
     "DISABLED",
     "HALF_OPEN",
     "OPEN",
+    "BreakerState",
     "CircuitBreaker",
     "GuardedReranker",
+    "RerankFailure",
     "RerankOutcome",
     "build_reranker",
 ]

@@ -11,10 +11,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from enum import StrEnum
 
-CLOSED = "closed"
-OPEN = "open"
-HALF_OPEN = "half_open"
+
+class BreakerState(StrEnum):
+    """Where the circuit breaker stands (reported as RetrieveResponse.reranker_state)."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+    DISABLED = "disabled"  # no reranker configured
+
+
+CLOSED, OPEN, HALF_OPEN = BreakerState.CLOSED, BreakerState.OPEN, BreakerState.HALF_OPEN
 
 
 class CircuitBreaker:
@@ -25,13 +34,13 @@ class CircuitBreaker:
         self.cooldown_s = cooldown_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._state = CLOSED
+        self._state: BreakerState = CLOSED
         self._consecutive = 0
         self._opened_at = 0.0
         self._trial_in_flight = False
 
     @property
-    def state(self) -> str:
+    def state(self) -> BreakerState:
         with self._lock:
             return self._current()
 
@@ -40,7 +49,7 @@ class CircuitBreaker:
         with self._lock:
             return self._consecutive
 
-    def _current(self) -> str:
+    def _current(self) -> BreakerState:
         if self._state == OPEN and self._clock() - self._opened_at >= self.cooldown_s:
             self._state = HALF_OPEN
             self._trial_in_flight = False

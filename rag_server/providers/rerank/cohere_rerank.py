@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_server.providers.base import ProviderError
+from rag_server.providers.base import ProviderError, RerankDoc
 
 
 class CohereReranker:
     name = "cohere"
+    uses_dense_scores = False
 
     def __init__(
         self,
@@ -29,12 +30,12 @@ class CohereReranker:
         self._client = client
         self.model = model
 
-    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
-        if not texts or top_k <= 0:
+    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
+        if not docs or top_k <= 0:
             return []
         try:
             reply = self._client.rerank(
-                model=self.model, query=query, documents=list(texts), top_n=min(top_k, len(texts))
+                model=self.model, query=query, documents=[d.text for d in docs], top_n=min(top_k, len(docs))
             )
         except Exception as exc:
             raise ProviderError(f"cohere rerank failed: {type(exc).__name__}: {exc}") from exc

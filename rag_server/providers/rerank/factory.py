@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from rag_server.config import Settings
+from rag_server.extras import Extra, require
 from rag_server.providers.base import Embedder, Reranker
 from rag_server.providers.rerank.breaker import CircuitBreaker
 from rag_server.providers.rerank.guarded import GuardedReranker
+from rag_server.vocabulary.language import Language, load_language
 
 
-def build_reranker(settings: Settings, embedder: Embedder | None = None) -> GuardedReranker | None:
+def build_reranker(
+    settings: Settings, embedder: Embedder | None = None, language: Language | None = None
+) -> GuardedReranker | None:
     """None when settings.reranker == "none" (responses then report reranker_state "disabled")."""
     inner: Reranker
     if settings.reranker == "none":
         return None
     if settings.reranker == "cohere":
+        require(Extra.COHERE, "RAG_RERANKER=cohere")
         from rag_server.providers.rerank.cohere_rerank import CohereReranker
 
         if settings.cohere_api_key is None:
@@ -26,8 +31,7 @@ def build_reranker(settings: Settings, embedder: Embedder | None = None) -> Guar
         )
     else:
         from rag_server.providers.rerank.offline import OfflineReranker
-        from rag_server.understanding.rules import load_rules
-
-        inner = OfflineReranker(embedder, stopwords=load_rules().stopwords)
+        stopwords = (language or load_language()).rules.stopwords
+        inner = OfflineReranker(embedder, stopwords=stopwords, lexical_weight=settings.rerank_lexical_weight)
     breaker = CircuitBreaker(settings.rerank_breaker_failures, settings.rerank_breaker_cooldown_s)
     return GuardedReranker(inner, settings.rerank_timeout_s, breaker)

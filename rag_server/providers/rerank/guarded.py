@@ -13,13 +13,25 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
-from rag_server.providers.base import Reranker
-from rag_server.providers.rerank.breaker import CircuitBreaker
+from rag_server.providers.base import RerankDoc, Reranker
+from rag_server.providers.rerank.breaker import BreakerState, CircuitBreaker
 
 log = logging.getLogger("rag_server.rerank")
 
-DISABLED = "disabled"
+DISABLED = BreakerState.DISABLED
+
+
+class RerankFailure(StrEnum):
+    """Why a rerank fell back to the incoming order."""
+
+    NONE = ""
+    EMPTY_QUERY = "empty_query"
+    CIRCUIT_OPEN = "circuit_open"
+    TIMEOUT = "timeout"
+    PROVIDER_ERROR = "provider_error"
+    INVALID_REPLY = "invalid_reply"
 
 
 @dataclass(frozen=True)
@@ -28,7 +40,8 @@ class RerankOutcome:
 
     order: list[tuple[int, float | None]]
     applied: bool
-    state: str  # breaker state after the call
+    state: BreakerState  # breaker state after the call
+    failure: RerankFailure = RerankFailure.NONE
     error: str = ""
     millis: float = 0.0
 
@@ -51,6 +64,7 @@ class GuardedReranker:
     ) -> None:
         self.inner = inner
         self.name = inner.name
+        self.uses_dense_scores = inner.uses_dense_scores
         self.timeout_s = timeout_s
         self.breaker = breaker
         self.max_outstanding = max_outstanding
@@ -58,56 +72,50 @@ class GuardedReranker:
         self._lock = threading.Lock()
 
     @property
-    def state(self) -> str:
+    def state(self) -> BreakerState:
         return self.breaker.state
 
-    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
+    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
         """The Reranker protocol: fallback positions get score 0.0 (use `rerank_guarded` to tell)."""
-        outcome = self.rerank_guarded(query, texts, top_k)
+        outcome = self.rerank_guarded(query, docs, top_k)
         return [(i, s if s is not None else 0.0) for i, s in outcome.order]
 
-    def rerank_guarded(
-        self, query: str, texts: Sequence[str], top_k: int, dense: Sequence[float] | None = None
-    ) -> RerankOutcome:
-        """`dense`: cosines of the texts already known to the caller, used by rerankers that blend them."""
+    def rerank_guarded(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> RerankOutcome:
+        """The inner reranker's order within the timeout, else the incoming (fallback) order."""
         start = time.perf_counter()
 
-        def done(order: list[tuple[int, float | None]], applied: bool, error: str = "") -> RerankOutcome:
-            return RerankOutcome(
-                order, applied, self.breaker.state, error, (time.perf_counter() - start) * 1000.0
-            )
+        def done(
+            order: list[tuple[int, float | None]],
+            applied: bool,
+            failure: RerankFailure = RerankFailure.NONE,
+            error: str = "",
+        ) -> RerankOutcome:
+            millis = (time.perf_counter() - start) * 1000.0
+            return RerankOutcome(order, applied, self.breaker.state, failure, error, millis)
 
-        if not texts or top_k <= 0:
+        if not docs or top_k <= 0:
             return done([], False)
         if not query.strip():
-            return done(fallback_order(len(texts), top_k), False, "empty query")
+            return done(fallback_order(len(docs), top_k), False, RerankFailure.EMPTY_QUERY)
         if not self.breaker.allow():
             log.warning("reranker %s: breaker open, keeping fallback order", self.name)
-            return done(fallback_order(len(texts), top_k), False, "circuit open")
-        docs = list(texts)
-        if dense is not None and getattr(self.inner, "uses_dense_scores", False):
-            call: Callable[[], list[tuple[int, float]]] = lambda: self.inner.rerank(  # noqa: E731
-                query,
-                docs,
-                top_k,
-                dense=list(dense),  # type: ignore[call-arg]
-            )
-        else:
-            call = lambda: self.inner.rerank(query, docs, top_k)  # noqa: E731
+            return done(fallback_order(len(docs), top_k), False, RerankFailure.CIRCUIT_OPEN)
+        given = list(docs)
         try:
-            result = self._call_with_timeout(call)
-            order = _validated(result, len(texts), top_k)
+            result = self._call_with_timeout(lambda: self.inner.rerank(query, given, top_k))
         except Exception as exc:
             self.breaker.record_failure()
-            kind = "timeout" if isinstance(exc, RerankTimeout) else type(exc).__name__
-            log.warning(
-                "reranker %s failed (%s: %s); breaker %s, keeping fallback order",
-                self.name,
-                kind,
-                exc,
-                self.breaker.state,
-            )
-            return done(fallback_order(len(texts), top_k), False, f"{kind}: {exc}")
+            timed_out = isinstance(exc, RerankTimeout)
+            failure = RerankFailure.TIMEOUT if timed_out else RerankFailure.PROVIDER_ERROR
+            log.warning("reranker %s failed (%s: %s); breaker %s, keeping fallback order",
+                        self.name, failure.value, exc, self.breaker.state.value)
+            return done(fallback_order(len(docs), top_k), False, failure, f"{type(exc).__name__}: {exc}")
+        try:
+            order = _validated(result, len(docs), top_k)
+        except ValueError as exc:
+            self.breaker.record_failure()
+            log.warning("reranker %s replied badly (%s); keeping fallback order", self.name, exc)
+            return done(fallback_order(len(docs), top_k), False, RerankFailure.INVALID_REPLY, str(exc))
         self.breaker.record_success()
         return done([(i, s) for i, s in order], True)
 

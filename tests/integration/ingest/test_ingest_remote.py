@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import grpc
+import pymupdf
 import pytest
 from fictional_chunks import write_tiny_pdf
 
@@ -45,6 +46,16 @@ async def test_cli_ingests_through_the_running_server(
             assert code == 2 and "INVALID_ARGUMENT" in out.err
             after = (await stub.GetCorpus(ingestion_pb2.GetCorpusRequest())).manifest
             assert after == first  # nothing changed; the same generation still serves
+
+            # an encrypted PDF is bad input (FAILED_PRECONDITION from the server): exit 2, as locally
+            doc = pymupdf.open(pdf)
+            locked = tmp_path / "locked.pdf"
+            doc.save(locked, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="mat-khau", owner_pw="chu")
+            doc.close()
+            code = await asyncio.to_thread(main, ["ingest", str(locked), "--data-dir", str(data)])
+            out = capsys.readouterr()
+            assert code == 2 and "FAILED_PRECONDITION: encrypted" in out.err, out.err
+            assert (await stub.GetCorpus(ingestion_pb2.GetCorpusRequest())).manifest == first
 
             code = await asyncio.to_thread(main, ["ingest", str(pdf), "--data-dir", str(data)])
             again = (await stub.GetCorpus(ingestion_pb2.GetCorpusRequest())).manifest

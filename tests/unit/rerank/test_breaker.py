@@ -8,7 +8,15 @@ from collections.abc import Sequence
 
 import pytest
 
-from rag_server.providers.rerank import CLOSED, HALF_OPEN, OPEN, CircuitBreaker, GuardedReranker
+from rag_server.providers.base import RerankDoc
+from rag_server.providers.rerank import (
+    CLOSED,
+    HALF_OPEN,
+    OPEN,
+    CircuitBreaker,
+    GuardedReranker,
+    RerankFailure,
+)
 
 
 class Clock:
@@ -23,31 +31,33 @@ class Scripted:
     """A reranker that reverses the order, or fails while `fail` is set."""
 
     name = "scripted"
+    uses_dense_scores = False
 
     def __init__(self) -> None:
         self.fail = False
         self.calls = 0
 
-    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
+    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
         self.calls += 1
         if self.fail:
             raise RuntimeError("provider down")
-        return [(i, float(i)) for i in reversed(range(len(texts)))][:top_k]
+        return [(i, float(i)) for i in reversed(range(len(docs)))][:top_k]
 
 
 class Slow:
     name = "slow"
+    uses_dense_scores = False
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.released = threading.Event()
 
-    def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
+    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
         self.released.wait(self.seconds)
         return [(0, 1.0)]
 
 
-TEXTS = ["a", "b", "c", "d"]
+TEXTS = [RerankDoc(t) for t in ("a", "b", "c", "d")]
 
 
 def test_opens_after_consecutive_failures_half_opens_after_cooldown_and_closes_on_success() -> None:
@@ -66,7 +76,11 @@ def test_opens_after_consecutive_failures_half_opens_after_cooldown_and_closes_o
         assert out.state == expected_state
     calls = inner.calls
     out = guard.rerank_guarded("q", TEXTS, 2)  # open: the provider is not called at all
-    assert inner.calls == calls and out.error == "circuit open" and out.order == [(0, None), (1, None)]
+    assert (
+        inner.calls == calls
+        and out.failure == RerankFailure.CIRCUIT_OPEN
+        and out.order == [(0, None), (1, None)]
+    )
     clock.now += 29.9
     assert guard.state == OPEN
     clock.now += 0.2
@@ -111,7 +125,7 @@ def test_a_hung_provider_times_out_and_cannot_block_the_request() -> None:
         out = guard.rerank_guarded("q", TEXTS, 3)
         elapsed = time.perf_counter() - start
         assert elapsed < 2.0
-        assert not out.applied and out.error.startswith("timeout")
+        assert not out.applied and out.failure == RerankFailure.TIMEOUT
         assert out.order == [(0, None), (1, None), (2, None)]
         guard.rerank_guarded("q", TEXTS, 3)
         assert guard.state == OPEN
@@ -122,13 +136,14 @@ def test_a_hung_provider_times_out_and_cannot_block_the_request() -> None:
 def test_invalid_replies_count_as_failures() -> None:
     class Bad:
         name = "bad"
+        uses_dense_scores = False
 
-        def rerank(self, query: str, texts: Sequence[str], top_k: int) -> list[tuple[int, float]]:
+        def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
             return [(7, 1.0)]
 
     guard = GuardedReranker(Bad(), timeout_s=1.0, breaker=CircuitBreaker(1, 60.0))
     out = guard.rerank_guarded("q", TEXTS, 2)
-    assert not out.applied and out.state == OPEN and "invalid index" in out.error
+    assert not out.applied and out.state == OPEN and out.failure == RerankFailure.INVALID_REPLY
 
 
 def test_protocol_method_returns_fallback_positions() -> None:

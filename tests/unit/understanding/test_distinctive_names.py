@@ -10,6 +10,7 @@ from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
 from rag_server.understanding.catalog import Catalog, distinctive_words
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 R = pb.DecisionReason
 _V = load_vocabulary()
@@ -54,7 +55,7 @@ def chunks(drugs: dict[str, tuple[str, str, str]] = DRUGS) -> list[Chunk]:
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return build_catalog(chunks(), _V)
+    return build_catalog(chunks(), load_language())
 
 
 def ids(catalog: Catalog, question: str) -> list[tuple[str, ...]]:
@@ -84,13 +85,14 @@ def test_the_full_title_still_wins_and_is_not_weak(catalog: Catalog) -> None:
 def test_a_word_in_several_drugs_names_is_ambiguous(catalog: Catalog) -> None:
     (mention,) = catalog.find("clovarat chống chỉ định")
     assert mention.ambiguous and mention.drug_ids == ("kali-clovarat", "natri-clovarat")
-    u = build_frame("clovarat chống chỉ định", catalog, _V, load_rules())
+    u = build_frame("clovarat chống chỉ định", catalog, load_language())
     assert (u.frame.turn_type, u.reason) == (TurnType.CLARIFY, R.DECISION_REASON_AMBIGUOUS_DRUG)
     assert u.frame.drug_ids == ["kali-clovarat", "natri-clovarat"]
 
 
-@pytest.mark.parametrize("question", ["natri chống chỉ định", "kali liều dùng", "insulin chống chỉ định",
-                                      "acid liều dùng"])
+@pytest.mark.parametrize(
+    "question", ["natri chống chỉ định", "kali liều dùng", "insulin chống chỉ định", "acid liều dùng"]
+)
 def test_generic_salt_and_class_words_never_name_a_drug(catalog: Catalog, question: str) -> None:
     assert catalog.find(question) == []  # "natri" would otherwise be NATRI DRAVOLID's alone
 
@@ -98,17 +100,23 @@ def test_generic_salt_and_class_words_never_name_a_drug(catalog: Catalog, questi
 def test_a_one_word_part_of_a_combination_is_the_single_drug_not_the_combination(catalog: Catalog) -> None:
     assert ids(catalog, "zentamin chống chỉ định") == [("zentamin",)]
     without_single = {k: v for k, v in DRUGS.items() if k != "zentamin"}
-    cat = build_catalog(chunks(without_single), _V)
+    cat = build_catalog(chunks(without_single), load_language())
     assert cat.find("zentamin chống chỉ định") == []  # never silently the combination
-    u = build_frame("zentamin chống chỉ định", cat, _V, load_rules())
+    u = build_frame("zentamin chống chỉ định", cat, load_language())
     assert u.reason == R.DECISION_REASON_DRUG_NOT_FOUND
 
 
-@pytest.mark.parametrize("question", ["liều tazorcilin orvulanic", "tazorcilin và acid orvulanic liều dùng",
-                                      "orvulanic tazorcilin chống chỉ định"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "liều tazorcilin orvulanic",
+        "tazorcilin và acid orvulanic liều dùng",
+        "orvulanic tazorcilin chống chỉ định",
+    ],
+)
 def test_a_distinctive_word_beside_an_unknown_drug_name_is_dropped(catalog: Catalog, question: str) -> None:
     assert catalog.find(question) == []
-    assert build_frame(question, catalog, _V, load_rules()).reason == R.DECISION_REASON_DRUG_NOT_FOUND
+    assert build_frame(question, catalog, load_language()).reason == R.DECISION_REASON_DRUG_NOT_FOUND
 
 
 def test_an_ambiguous_word_beside_a_drug_named_in_full_is_ignored(catalog: Catalog) -> None:
@@ -163,7 +171,7 @@ def test_brand_and_distinctive_word_typos_within_bounds(catalog: Catalog, typed:
 def test_a_brand_typo_as_close_to_two_drugs_brands_is_ambiguous(catalog: Catalog) -> None:
     (mention,) = catalog.find("mexolen liều dùng")  # one edit from Mexolan (bravatol) and Mexolin (druvatol)
     assert mention.ambiguous and set(mention.drug_ids) == {"bravatol", "druvatol"}
-    u = build_frame("mexolen liều dùng", catalog, _V, load_rules())
+    u = build_frame("mexolen liều dùng", catalog, load_language())
     assert (u.frame.turn_type, u.reason) == (TurnType.CLARIFY, R.DECISION_REASON_AMBIGUOUS_DRUG)
 
 

@@ -7,21 +7,21 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
+from rag_server.understanding import TurnType, build_catalog, build_frame
 from rag_server.understanding.catalog import Catalog
 from rag_server.understanding.frame import Understanding
-from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 R = pb.DecisionReason
 
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return build_catalog(build_chunks(), load_vocabulary())
+    return build_catalog(build_chunks(), load_language())
 
 
 def understand(catalog: Catalog, q: str) -> Understanding:
-    return build_frame(q, catalog, load_vocabulary(), load_rules())
+    return build_frame(q, catalog, load_language())
 
 
 @pytest.mark.parametrize(
@@ -172,7 +172,7 @@ def test_no_drug_no_indication_is_a_corpus_question(catalog: Catalog) -> None:
 
 
 def test_without_a_catalog_nothing_is_resolved() -> None:
-    u = build_frame("chống chỉ định của zentorin", None, load_vocabulary(), load_rules())
+    u = build_frame("chống chỉ định của zentorin", None, load_language())
     assert u.frame.drug_ids == [] and u.reason == R.DECISION_REASON_DRUG_NOT_FOUND
 
 

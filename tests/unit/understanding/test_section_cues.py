@@ -8,10 +8,11 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
+from rag_server.understanding import TurnType, build_catalog, build_frame
 from rag_server.understanding.catalog import Catalog
 from rag_server.understanding.frame import Understanding
 from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import load_language
 
 R = pb.DecisionReason
 DOSAGE = "lieu_luong_va_cach_dung"
@@ -19,11 +20,11 @@ DOSAGE = "lieu_luong_va_cach_dung"
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
-    return build_catalog(build_chunks(), load_vocabulary())
+    return build_catalog(build_chunks(), load_language())
 
 
 def understand(catalog: Catalog, q: str) -> Understanding:
-    return build_frame(q, catalog, load_vocabulary(), load_rules())
+    return build_frame(q, catalog, load_language())
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,10 @@ def test_a_weak_cue_without_a_drug_asks_for_nothing(catalog: Catalog) -> None:
     # Nothing medical is named either: out of scope, never searched (no section is guessed).
     u = understand(catalog, "tập thể dục hằng ngày có tốt không")
     assert (u.frame.turn_type, u.reason, u.frame.section_key) == (
-        TurnType.OUT_OF_SCOPE, R.DECISION_REASON_OUT_OF_SCOPE, "")
+        TurnType.OUT_OF_SCOPE,
+        R.DECISION_REASON_OUT_OF_SCOPE,
+        "",
+    )
     assert understand(catalog, "liều dùng bao nhiêu").reason == R.DECISION_REASON_MISSING_REQUIRED_FIELD
 
 

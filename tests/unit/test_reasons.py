@@ -1,4 +1,5 @@
-"""Every DecisionReason has its own message and a kind: an unmapped reason must never fall through."""
+"""Every DecisionReason has its own message and a kind: an unmapped reason must never fall through; the
+domain enums mirror the proto enums exactly."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_server.decision import REASON_MESSAGES, kind_for, make_decision
+from rag_server.domain import DecisionKind, Reason, SourceRef
 from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.reasons import REASON_MESSAGES, kind_for, make_decision
 
 REASONS = [v for v in pb.DecisionReason.values() if v != pb.DECISION_REASON_UNSPECIFIED]
 KINDS = {pb.DecisionKind.Name(v).removeprefix("DECISION_KIND_"): v for v in pb.DecisionKind.values()}
@@ -30,13 +32,22 @@ def test_enum_is_not_empty() -> None:
     assert len(REASONS) >= 25
 
 
+def test_domain_enums_mirror_the_proto_enums() -> None:
+    assert {r.name: r.value for r in Reason} == {
+        pb.DecisionReason.Name(v).removeprefix("DECISION_REASON_"): v for v in pb.DecisionReason.values()
+    }
+    assert {k.name: k.value for k in DecisionKind} == {
+        pb.DecisionKind.Name(v).removeprefix("DECISION_KIND_"): v for v in pb.DecisionKind.values()
+    }
+
+
 @pytest.mark.parametrize("reason", REASONS, ids=pb.DecisionReason.Name)
 def test_every_reason_has_a_message_and_a_kind(reason: int) -> None:
-    message = REASON_MESSAGES.get(reason)
+    message = REASON_MESSAGES.get(Reason(reason))
     assert message, f"{pb.DecisionReason.Name(reason)} has no message"
     assert message.strip() == message and len(message) > 10
-    assert kind_for(reason) in KINDS.values()
-    assert kind_for(reason) != pb.DECISION_KIND_UNSPECIFIED
+    assert kind_for(Reason(reason)) in KINDS.values()
+    assert kind_for(Reason(reason)) != pb.DECISION_KIND_UNSPECIFIED
 
 
 def test_messages_are_distinct_and_unspecified_is_unmapped() -> None:
@@ -52,31 +63,31 @@ def test_kind_matches_the_proto_comment() -> None:
     named = _kind_named_in_proto()
     assert len(named) >= 20, "could not read the kinds from common.proto comments"
     wrong = {
-        pb.DecisionReason.Name(r): pb.DecisionKind.Name(kind_for(r))
+        pb.DecisionReason.Name(r): pb.DecisionKind.Name(kind_for(Reason(r)))
         for r, k in named.items()
-        if kind_for(r) != k
+        if kind_for(Reason(r)) != k
     }
     assert not wrong
 
 
 def test_only_grounded_evidence_is_answerable() -> None:
-    answerable = [r for r in REASONS if kind_for(r) == pb.DECISION_KIND_ANSWERABLE]
-    assert answerable == [pb.DECISION_REASON_GROUNDED_EVIDENCE_AVAILABLE]
-    assert kind_for(pb.DECISION_REASON_INSUFFICIENT_EVIDENCE) == pb.DECISION_KIND_ABSTAIN
+    answerable = [r for r in REASONS if kind_for(Reason(r)) == DecisionKind.ANSWERABLE]
+    assert answerable == [Reason.GROUNDED_EVIDENCE_AVAILABLE]
+    assert kind_for(Reason.INSUFFICIENT_EVIDENCE) == DecisionKind.ABSTAIN
 
 
 def test_make_decision_fills_kind_message_pages_and_detail() -> None:
-    page = pb.SourceRef(document_id="abc", physical_page=3, printed_page=101)
-    decision = make_decision(pb.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED, pages=[page], detail="bảng 1")
-    assert decision.kind == pb.DECISION_KIND_VERIFY_PDF
-    assert decision.reason == pb.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED
-    assert decision.message == f"{REASON_MESSAGES[pb.DECISION_REASON_VISUAL_VERIFICATION_REQUIRED]} (bảng 1)"
-    assert list(decision.pages) == [page]
-    plain = make_decision(pb.DECISION_REASON_DRUG_NOT_FOUND)
-    assert plain.message == REASON_MESSAGES[pb.DECISION_REASON_DRUG_NOT_FOUND]
-    assert plain.kind == pb.DECISION_KIND_ABSTAIN
+    page = SourceRef(document_id="abc", physical_page=3, printed_page=101)
+    decision = make_decision(Reason.VISUAL_VERIFICATION_REQUIRED, pages=[page], detail="bảng 1")
+    assert decision.kind == DecisionKind.VERIFY_PDF and decision.usable
+    assert decision.reason == Reason.VISUAL_VERIFICATION_REQUIRED
+    assert decision.message == f"{REASON_MESSAGES[Reason.VISUAL_VERIFICATION_REQUIRED]} (bảng 1)"
+    assert decision.pages == (page,)
+    plain = make_decision(Reason.DRUG_NOT_FOUND)
+    assert plain.message == REASON_MESSAGES[Reason.DRUG_NOT_FOUND]
+    assert plain.kind == DecisionKind.ABSTAIN and not plain.usable
 
 
 def test_unknown_reason_is_refused_not_defaulted() -> None:
     with pytest.raises(KeyError):
-        make_decision(pb.DECISION_REASON_UNSPECIFIED)
+        make_decision(Reason.UNSPECIFIED)

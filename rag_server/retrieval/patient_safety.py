@@ -17,24 +17,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from rag_server.decision import K, R, make_decision
-from rag_server.domain import Chunk, FactMatch, Hit, MatchKind, ScoreKind
+from rag_server.domain import Chunk, DecisionKind, FactMatch, Hit, MatchKind, Reason, ScoreKind
+from rag_server.reasons import make_decision
 from rag_server.retrieval.decide import decide
 from rag_server.retrieval.interactions import ChunkWords, best_chunks
 from rag_server.retrieval.lexical import anchor_matches
 from rag_server.retrieval.policy import EvidencePolicy
-from rag_server.retrieval.results import CandidateResult, CandidateStatus, Facet, FacetResult
+from rag_server.retrieval.results import (
+    AssessmentResult,
+    CandidateResult,
+    CandidateStatus,
+    Facet,
+    FacetResult,
+)
 from rag_server.retrieval.section import section_hits
+from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, Store
 from rag_server.text.match import Phrase, phrase, tokenize
 from rag_server.understanding.catalog import Catalog
 from rag_server.understanding.drug_classes import ClassIndex
 from rag_server.understanding.medications import MedicationName, read_medications
 from rag_server.understanding.patient import FactAnchors, PatientFacts, dosage_anchors, warning_anchors
-from rag_server.understanding.rules import Rules
 from rag_server.vocabulary import Vocabulary
 from rag_server.vocabulary.clinical import ClinicalVocabulary
+from rag_server.vocabulary.rules import Rules
+
+if TYPE_CHECKING:
+    from rag_server.retrieval.retriever import Retriever
 
 INTERACTION_SECTIONS = ("tuong_tac_thuoc",)
 WARNING_SECTIONS = ("chong_chi_dinh", "than_trong")
@@ -158,9 +169,9 @@ def _status(evidence: Sequence[Hit]) -> tuple[CandidateStatus, list[Hit]]:
     if not evidence:
         return CandidateStatus.INSUFFICIENT_EVIDENCE, []
     decision = decide(evidence)
-    if decision.kind == K.DECISION_KIND_ANSWERABLE:
+    if decision.kind == DecisionKind.ANSWERABLE:
         return CandidateStatus.EVIDENCE_FOUND, list(evidence)
-    if decision.kind == K.DECISION_KIND_VERIFY_PDF:
+    if decision.kind == DecisionKind.VERIFY_PDF:
         return CandidateStatus.VERIFY_PDF, list(evidence)
     return CandidateStatus.INSUFFICIENT_EVIDENCE, []  # e.g. no provenance: not usable evidence
 
@@ -198,7 +209,7 @@ def assess_candidate(
     catalog = ctx.catalog
     if drug_id not in catalog.drugs:
         return CandidateResult(
-            drug_id, drug_id, [], make_decision(R.DECISION_REASON_DRUG_NOT_FOUND, detail=drug_id)
+            drug_id, drug_id, [], make_decision(Reason.DRUG_NOT_FOUND, detail=drug_id)
         )
     facts = reading.facts
     medications, allergens, warnings, dosage = (
@@ -237,5 +248,27 @@ def assess_candidate(
         hits, matches = lexical_facet(chunks, DOSAGE_SECTIONS, dosage, ctx.policy, budget)
         facets.append(_facet(Facet.DOSAGE_CONTEXT, hits, matches, "; ".join(f.label for f in dosage)))
     evidence = [h for f in facets for h in f.evidence]
-    decision = decide(evidence) if evidence else make_decision(R.DECISION_REASON_INSUFFICIENT_EVIDENCE)
+    decision = decide(evidence) if evidence else make_decision(Reason.INSUFFICIENT_EVIDENCE)
     return CandidateResult(drug_id, catalog.display_name(drug_id), facets, decision)
+
+
+def assess(r: Retriever, drug_ids: Sequence[str], facts: PatientFacts, timings: Timings) -> AssessmentResult:
+    """Every facet of the patient's facts against each drug's own sections (never creates candidates)."""
+    assert r.catalog is not None and r.classes is not None
+    language = r.language
+    ctx = PatientContext(
+        r.catalog, language.rules, language.clinical, r.classes, r.policy, language.vocabulary
+    )
+    with timings.stage("read_facts"):
+        reading = read_patient(facts, ctx)
+    with timings.stage("assess"):
+        candidates = [assess_candidate(r.store, ctx, d, reading) for d in drug_ids]
+    evidence = [h for c in candidates for f in c.facets for h in f.evidence]
+    with timings.stage("decide"):
+        if evidence:
+            decision = decide(evidence)
+        elif candidates and all(c.decision.reason == Reason.DRUG_NOT_FOUND for c in candidates):
+            decision = make_decision(Reason.DRUG_NOT_FOUND, detail=", ".join(c.drug_id for c in candidates))
+        else:
+            decision = make_decision(Reason.INSUFFICIENT_EVIDENCE)
+    return AssessmentResult(decision, candidates)

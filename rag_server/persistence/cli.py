@@ -12,6 +12,9 @@ from rag_server.config import Settings
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
+    from rag_server.extras import Extra, require
+
+    require(Extra.POSTGRES, "rag-server migrate")
     import asyncpg
 
     from rag_server.persistence.migrate import MigrationError, default_migrations_dir, migrate

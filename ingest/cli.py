@@ -1,7 +1,9 @@
 """`rag-server ingest PDF --data-dir D [--embed-only] [--resume] [--check] [--allow-gate-failures]`.
 
-A rich progress bar per stage, then a summary table (gates, counts, timings, embeddings computed vs
-cached, switched or not). Exit codes: 0 done, 1 gates failed / load failed, 2 bad input, 130 interrupted.
+A rich progress bar per stage, then a summary table (gates, counts, folios inferred, timings, embeddings
+computed vs cached, switched or not) and, when a gate failed, per failed gate the first pages involved and
+what the parser saw there (furniture dropped and kept, title candidates, headings; ingest.diagnose).
+Exit codes: 0 done, 1 gates failed / load failed, 2 bad input, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def summary_table(outcome: Any) -> Table:
     table.add_row("monographs", str(outcome.monograph_count))
     table.add_row("sections", str(outcome.section_count))
     table.add_row("chunks (blocks)", f"{outcome.chunk_count} ({outcome.block_count})")
+    table.add_row("folios inferred from neighbours", str(getattr(outcome, "inferred_folios", 0)))
     for gate in outcome.gates:
         examples = f"  e.g. {', '.join(list(gate.examples)[:3])}" if gate.count and gate.examples else ""
         table.add_row(f"gate {gate.name}", f"{'[red]' if gate.count else ''}{gate.count}{examples}")
@@ -82,11 +85,34 @@ def summary_table(outcome: Any) -> Table:
     return table
 
 
+def print_diagnostics(diagnostics: list[Any], console: Console) -> None:
+    """Per failed gate, the first pages involved and what the parser saw there (ingest.diagnose)."""
+    if not diagnostics:
+        return
+    from ingest.diagnose import render
+
+    console.print("[bold]why the gates failed[/bold] (what the parser saw on the first pages involved)")
+    for line in render(diagnostics):
+        console.print(line, markup=False, highlight=False)
+
+
+def _diagnose_locally(pdf: Path, console: Console, err: Console) -> None:
+    """The server's summary carries no diagnostics: parse the PDF here to show them (no store is touched)."""
+    from ingest.build import IngestInputError, build_chunks
+
+    try:
+        result = build_chunks(pdf)
+    except IngestInputError as exc:
+        err.print(f"[yellow]no diagnostics:[/yellow] {exc.kind}: {exc.message}")
+        return
+    print_diagnostics(result.diagnostics, console)
+
+
 def _ingest_remote(target: str, pdf: Path, args: argparse.Namespace, console: Console, err: Console) -> int:
     """The data dir belongs to a running server: upload the PDF to it and ingest there."""
     import grpc
 
-    from ingest.remote import describe_rpc_error, ingest_via_server, outcome_from_summary
+    from ingest.remote import describe_rpc_error, ingest_via_server, is_bad_input, outcome_from_summary
 
     err.print(f"a server at {target} owns this data dir: ingesting through it (the corpus keeps serving)")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -103,13 +129,14 @@ def _ingest_remote(target: str, pdf: Path, args: argparse.Namespace, console: Co
             )
     except grpc.RpcError as exc:
         err.print(f"[red]error:[/red] {describe_rpc_error(exc)}")
-        bad_input = exc.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
-        return EXIT_BAD_INPUT if bad_input else EXIT_FAILED
+        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
     except KeyboardInterrupt:
         err.print("[yellow]interrupted:[/yellow] the server drops the half-written generation")
         return EXIT_INTERRUPTED
     outcome = outcome_from_summary(summary)
     console.print(summary_table(outcome))
+    if outcome.failed_gates:
+        _diagnose_locally(pdf, console, err)
     print(outcome.message)
     return EXIT_FAILED if args.check and outcome.failed_gates else EXIT_OK
 
@@ -161,6 +188,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except IngestError as exc:
         console.print(summary_table(exc.outcome))
+        print_diagnostics(exc.outcome.diagnostics, console)
         err.print(f"[red]error:[/red] {exc}")
         return EXIT_FAILED
     except KeyboardInterrupt:
@@ -172,6 +200,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     finally:
         store.close()
     console.print(summary_table(outcome))
+    print_diagnostics(outcome.diagnostics if outcome.failed_gates else [], console)
     print(outcome.message, file=sys.stderr if outcome.failed_gates and args.check else sys.stdout)
     if args.check and outcome.failed_gates:
         return EXIT_FAILED

@@ -189,7 +189,7 @@ def _parse(data: dict[str, Any]) -> Rules:
 @lru_cache(maxsize=4)
 def load_rules(path: Path | None = None) -> Rules:
     if path is None:
-        text = resources.files("rag_server.understanding").joinpath("rules.toml").read_text("utf-8")
+        text = resources.files("rag_server.vocabulary").joinpath("rules.toml").read_text("utf-8")
     else:
         text = path.read_text("utf-8")
     return _parse(tomllib.loads(text))

@@ -4,11 +4,11 @@ and load the fictional sample formulary into an empty store when settings.load_s
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
+import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag_server.domain import Manifest
 
@@ -16,9 +16,10 @@ if TYPE_CHECKING:
     from rag_server.app import App
     from rag_server.providers.base import Embedder
 
-log = logging.getLogger("rag_server.store")
+log = logging.getLogger("rag_server.startup")
 
 SAMPLE_FILENAME = "sample-formulary.pdf"
+SAMPLE_PDF = Path(__file__).resolve().parent / "sample" / SAMPLE_FILENAME  # package data (FICTIONAL)
 
 
 class StartupError(RuntimeError):
@@ -37,24 +38,17 @@ def check_compatible(manifest: Manifest | None, embedder: Embedder) -> None:
         )
 
 
-def sample_pdf(data_dir: Path) -> Path | None:
-    """The fictional sample formulary as a PDF under data_dir (generated once), or None if unavailable."""
+def sample_pdf(data_dir: Path) -> Path:
+    """The fictional sample formulary (package data) copied under data_dir/sample, where an operator can
+    re-ingest it from (RAG_INGEST_ROOTS=<data_dir>/sample)."""
     target = data_dir / "sample" / SAMPLE_FILENAME
     if target.exists():
         return target
-    try:  # ingest.fixtures.sample_formulary is written alongside; imported lazily
-        sample_formulary: Any = importlib.import_module("ingest.fixtures.sample_formulary")
-    except ImportError:
-        sample_formulary = None
-    render = getattr(sample_formulary, "render_sample", None)
-    if render is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_bytes(render().pdf)
-        os.replace(tmp, target)
-        return target
-    bundled = sorted((Path(__file__).resolve().parent.parent / "sample").glob("*.pdf"))
-    return bundled[0] if bundled else None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(SAMPLE_PDF, tmp)
+    os.replace(tmp, target)
+    return target
 
 
 def _load_sample(app: App) -> None:
@@ -62,9 +56,6 @@ def _load_sample(app: App) -> None:
 
     assert app.store is not None and app.embedder is not None
     pdf = sample_pdf(app.settings.data_dir)
-    if pdf is None:
-        log.warning("store is empty and no sample formulary generator is available; serving nothing")
-        return
     outcome = run_ingest(pdf, app.settings, store=app.store, embedder=app.embedder, resume=True)
     log.info("loaded the fictional sample formulary: %s", outcome.message)
 
