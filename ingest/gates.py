@@ -39,7 +39,11 @@ GATE_NAMES = (
     "duplicate_drug_ids",
     "pages_without_folio",
     "unassigned_monograph_text",
+    "monographs_starting_over",
 )
+# A monograph whose section headings start over (this many distinct sections headed a second time) holds
+# two monographs: a title was missed, and the second drug's text would be served as the first's.
+STARTS_OVER = 3
 
 
 def _gate(name: str, items: Iterable[tuple[str, Iterable[int]]]) -> Gate:
@@ -93,6 +97,14 @@ def compute_gates(monographs: list[Monograph], chunks: list[Chunk], page_map: di
         _gate("unassigned_monograph_text",
               ((f"{m.drug_id}: {' '.join(p.text for p in m.unassigned)[:80]}", [p.page for p in m.unassigned])
                for m in monographs if m.unassigned)),
+        _gate("monographs_starting_over",
+              ((f"{m.drug_id}: {', '.join(m.ignored_headings[:4])}", _mono_pages(m))
+               for m in monographs if _repeated_sections(m, vocab) >= STARTS_OVER)),
     ]
     assert tuple(g.name for g in gates) == GATE_NAMES
     return gates
+
+
+def _repeated_sections(mono: Monograph, vocab: Vocabulary) -> int:
+    """Distinct known sections whose heading occurs again in the monograph (kept as text by segment)."""
+    return len({key for h in mono.ignored_headings if (key := vocab.heading_key(h)) is not None})
