@@ -3,6 +3,9 @@
     .venv/bin/python benchmarks/bench_retrieve.py --monographs 40          # quick check
     .venv/bin/python benchmarks/bench_retrieve.py                          # ~680 monographs, ~15k chunks
 
+The corpus is embedded with RAG_EMBED_MAX_WORDS=32 by default (--embed-max-words; 0 embeds whole chunks,
+hours on 2 cores): the model id records it, and the server is started with the same setting.
+
 1. Builds the FICTIONAL scale corpus (ingest/fixtures/scale_corpus.py) and ingests it into an embedded
    store in a data dir, or reuses that data dir when it already serves the same corpus (the embedding
    cache also makes an interrupted build resume where it stopped). Measured on 2 cores: 680 monographs
@@ -15,7 +18,10 @@
    and the ratio to the echo service measured in the same run with the same concurrency:
    * section route: Retrieve{drug_id, section_key} (exact payload-filter scroll);
    * section question: Retrieve{query} naming a drug and a section ("chống chỉ định của X");
-   * free-form: Retrieve{query} naming a drug but no section (hybrid search + rerank within the drug).
+   * free-form: Retrieve{query} naming a drug but no section (hybrid search + rerank within the drug);
+   * LookupIndication{indication}: conditions of the fictional sample, some absent from the corpus.
+4. Then, one request at a time, the single-request time of each workload and its per-stage timings (the
+   `timings` the service returns), median over --single requests.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import os
 import random
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -52,6 +59,10 @@ SECTION_QUESTIONS = ("chống chỉ định của {name}", "liều dùng {name} 
 FREE_FORM_QUESTIONS = ("{name} có gây buồn ngủ không", "{name} có ảnh hưởng đến gan không",
                        "uống {name} lúc đói có sao không", "{name} dùng lâu dài có an toàn không",
                        "{name} có làm tăng đường huyết không", "người già dùng {name} có gì đặc biệt")
+INDICATIONS = ("tăng huyết áp", "đau thắt ngực", "đau nửa đầu", "nhiễm khuẩn đường tiết niệu",
+               "đái tháo đường typ 2", "động kinh cục bộ", "hen phế quản", "đau bụng kinh",
+               "viêm tuyến tiền liệt", "mất ngủ", "gãy xương", "rụng tóc")
+TARGETS = {"section route": 0.5, "section question": 0.3, "LookupIndication": 0.4, "free-form": 0.05}
 
 
 # --- the echo service (runs in its own process: `bench_retrieve.py --echo-server`) ---------------------
@@ -245,6 +256,8 @@ async def run_load(service: str, echo: str, args: argparse.Namespace) -> list[Re
                          for _ in range(512)]
         free_reqs = [retrieval_pb2.RetrieveRequest(query=_question(rng, FREE_FORM_QUESTIONS, names))
                      for _ in range(512)]
+        indication_reqs = [retrieval_pb2.LookupIndicationRequest(indication=rng.choice(INDICATIONS))
+                           for _ in range(512)]
         echo_call = echo_channel.unary_unary(ECHO_METHOD)  # no serializers: raw bytes
         payloads = [r.SerializeToString() for r in question_reqs]
 
@@ -256,16 +269,44 @@ async def run_load(service: str, echo: str, args: argparse.Namespace) -> list[Re
                 return await stub.Retrieve(reqs[i % len(reqs)], timeout=60)
             return one
 
+        async def indication(i: int) -> Any:
+            return await stub.LookupIndication(indication_reqs[i % len(indication_reqs)], timeout=60)
+
         results: list[Result] = []
         n, c, w = args.requests, args.concurrency, args.warmup
         results.append(await measure("echo (grpc.aio, raw bytes)", echo_one, n, c, w))
-        results.append(await measure("Retrieve section route (drug_id+section_key)",
+        results.append(await measure("section route: Retrieve{drug_id, section_key}",
                                      retrieve(section_reqs), n, c, w))
-        results.append(await measure("Retrieve section question (query)",
+        results.append(await measure("section question: Retrieve{query}",
                                      retrieve(question_reqs), n, c, w))
-        results.append(await measure("Retrieve free-form (query, no section)", retrieve(free_reqs),
+        results.append(await measure("LookupIndication", indication, n, c, w))
+        results.append(await measure("free-form: Retrieve{query}, no section", retrieve(free_reqs),
                                      max(1, n // args.free_form_divisor), c, min(w, 10)))
+        # One request at a time, fresh requests (not those of the load above): wall time and stages.
+        fresh = random.Random(args.seed + 1)
+        k = range(args.single)
+        R, L = retrieval_pb2.RetrieveRequest, retrieval_pb2.LookupIndicationRequest
+        singles = {
+            "section route": [R(drug_id=d, section_key=s) for d, s in (fresh.choice(pairs) for _ in k)],
+            "section question": [R(query=_question(fresh, SECTION_QUESTIONS, names)) for _ in k],
+            "LookupIndication": [L(indication=fresh.choice(INDICATIONS)) for _ in k],
+            "free-form": [R(query=_question(fresh, FREE_FORM_QUESTIONS, names)) for _ in k],
+        }
+        for name, reqs in singles.items():
+            call = stub.LookupIndication if name == "LookupIndication" else stub.Retrieve
+            walls: list[float] = []
+            stages: dict[str, list[float]] = {}
+            for req in reqs:
+                began = time.perf_counter()
+                reply = await call(req, timeout=60)
+                walls.append((time.perf_counter() - began) * 1000)
+                for t in reply.timings:
+                    stages.setdefault(t.stage, []).append(t.millis)
+            SINGLE[name] = (walls, stages)
         return results
+
+
+SINGLE: dict[str, tuple[list[float], dict[str, list[float]]]] = {}
 
 
 def print_results(results: list[Result], corpus: dict[str, Any], args: argparse.Namespace) -> None:
@@ -277,12 +318,24 @@ def print_results(results: list[Result], corpus: dict[str, Any], args: argparse.
                         f"{args.concurrency} concurrent clients")
     for col in ("workload", "requests", "errors", "QPS", "p50 ms", "p99 ms", "QPS / echo", "p50 / echo"):
         table.add_column(col, justify="left" if col == "workload" else "right")
+    table.add_column("target", justify="right")
     for r in results:
+        target = next((f">= {v}" for k, v in TARGETS.items() if r.name.startswith(k)), "")
         table.add_row(r.name, str(r.requests), str(r.errors), f"{r.qps:.0f}",
                       f"{r.pct(50):.2f}", f"{r.pct(99):.2f}",
                       f"{r.qps / echo.qps:.3f}" if echo.qps else "-",
-                      f"{r.pct(50) / echo.pct(50):.1f}x" if echo.pct(50) else "-")
-    (Console() if sys.stdout.isatty() else Console(width=150)).print(table)
+                      f"{r.pct(50) / echo.pct(50):.1f}x" if echo.pct(50) else "-", target)
+    console = Console() if sys.stdout.isatty() else Console(width=150)
+    console.print(table)
+    single = Table(title=f"One request at a time (median of {args.single} fresh requests; stages as the "
+                         "service reports them, ms)")
+    single.add_column("workload")
+    single.add_column("p50 ms", justify="right")
+    single.add_column("stages (median ms)")
+    for name, (walls, stages) in SINGLE.items():
+        parts = ", ".join(f"{s} {statistics.median(v):.2f}" for s, v in stages.items())
+        single.add_row(name, f"{statistics.median(walls):.2f}", parts)
+    console.print(single)
     print(f"machine: {os.cpu_count()} cores; server and echo each in their own process; client in this one")
 
 
@@ -295,7 +348,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="data dir (default ~/.cache/formulary-rag/bench/scale-N, reused between runs)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the corpus even when cached")
     parser.add_argument("--requests", type=int, default=2000, help="requests per workload (default 2000)")
-    parser.add_argument("--concurrency", type=int, default=8, help="concurrent clients (default 8)")
+    parser.add_argument("--concurrency", type=int, default=32, help="concurrent clients (default 32)")
+    parser.add_argument("--single", type=int, default=40,
+                        help="fresh requests per workload sent one at a time for the stage timings")
+    parser.add_argument("--embed-max-words", type=int, default=32,
+                        help="RAG_EMBED_MAX_WORDS of corpus and server (default 32; 0 = whole chunks)")
     parser.add_argument("--warmup", type=int, default=50, help="unmeasured requests first (default 50)")
     parser.add_argument("--free-form-divisor", type=int, default=4,
                         help="free-form runs requests/divisor requests (it is the slow path; default 4)")
@@ -304,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.echo_server:
         asyncio.run(run_echo_server())
         return 0
+    os.environ["RAG_EMBED_MAX_WORDS"] = str(args.embed_max_words)  # the corpus and the server alike
     default_dir = Path.home() / ".cache" / "formulary-rag" / "bench" / f"scale-{args.monographs}"
     data_dir = args.data_dir or default_dir
     data_dir.mkdir(parents=True, exist_ok=True)

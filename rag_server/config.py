@@ -94,6 +94,19 @@ class Settings(BaseSettings):
     query_cache_size: int = Field(
         2048, ge=0, le=1_000_000, description="Query embeddings kept in memory, by normalised text (0: none)."
     )
+    section_cache_size: int = Field(
+        16384, ge=0, le=1_000_000, description="Whole sections kept in memory per served generation after "
+        "their first exact lookup (the book has ~12,000; 0: look every one up in the store)."
+    )
+    reply_cache_size: int = Field(
+        4096, ge=0, le=1_000_000, description="Replies kept per served generation for repeated requests "
+        "(sections, section questions, indications; never replies that used the reranker; 0: none)."
+    )
+    inline_query_chars: int = Field(
+        300, ge=0, le=2000, description="Questions up to this long are first tried on the event loop "
+        "(understanding and cached sections only; anything touching the store or a provider moves to the "
+        "worker pool); longer ones go straight to the pool (0: always the pool)."
+    )
     max_context_tokens: int = Field(6000, ge=100, le=200000, description="Token budget of packed evidence.")
     indication_candidate_limit: int = Field(
         8, ge=1, le=100, description="Drugs returned by LookupIndication."

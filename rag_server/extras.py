@@ -57,7 +57,7 @@ def needed(settings: Settings) -> list[tuple[Extra, str]]:
         out.append((Extra.BEDROCK, "RAG_EMBEDDER=bedrock"))
     if settings.store == "qdrant":
         out.append((Extra.QDRANT, "RAG_STORE=qdrant"))
-    if settings.database_url is not None:
+    if settings.database_url is not None and settings.database_url.get_secret_value():
         out.append((Extra.POSTGRES, "RAG_DATABASE_URL"))
     return out
 

@@ -19,15 +19,16 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from rag_server.api.answer import AnswerServicer
+from rag_server.api.calls import Lifecycle, Registrar
 from rag_server.api.health import HealthServicer
 from rag_server.api.ingestion import IngestionServicer
-from rag_server.api.interceptors import CallInterceptor, Lifecycle
 from rag_server.api.retrieval import RetrievalServicer
 from rag_server.api.understanding import UnderstandingServicer
 from rag_server.app import App
@@ -87,23 +88,23 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     max_bytes = settings.max_message_mb * 1024 * 1024
     lifecycle = Lifecycle()
     server = grpc.aio.server(
-        interceptors=[CallInterceptor(lifecycle)],
         options=[
             ("grpc.max_receive_message_length", max_bytes),
             ("grpc.max_send_message_length", max_bytes),
             ("grpc.so_reuseport", 0),
         ],
     )
-    understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), server)
-    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), server)
-    answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), server)
-    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(IngestionServicer(app), server)
+    registrar: Any = Registrar(server, lifecycle)  # every handler wrapped once (api/calls.py)
+    understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), registrar)
+    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), registrar)
+    answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), registrar)
+    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(IngestionServicer(app), registrar)
 
     health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
     reflection.enable_server_reflection(
         (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-        server,
+        registrar,
     )
     port = server.add_insecure_port(f"{settings.host}:{settings.port}")
     if port == 0:

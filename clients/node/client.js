@@ -60,17 +60,28 @@ class FormularyClient {
     metadata.set(CORRELATION_HEADER, sent);
     this.lastCorrelationId = '';
     const deadline = new Date(Date.now() + this.timeoutMs);
+    // The server echoes the id in the trailers (they arrive with the status): settle once both the reply
+    // (or error) and the status are in, whichever comes first.
     return new Promise((resolve, reject) => {
-      const call = stub[method](request, metadata, { deadline }, (err, response) => {
-        if (err) {
-          reject(Object.assign(err, { correlationId: this.lastCorrelationId || sent }));
-        } else {
-          resolve(response);
-        }
-      });
-      call.on('metadata', (md) => {
-        const echoed = md.get(CORRELATION_HEADER);
+      let outcome = null;
+      let trailers = null;
+      const settle = () => {
+        if (!outcome || !trailers) return;
+        const echoed = trailers.get(CORRELATION_HEADER);
         this.lastCorrelationId = echoed.length ? String(echoed[0]) : sent;
+        if (outcome.err) {
+          reject(Object.assign(outcome.err, { correlationId: this.lastCorrelationId }));
+        } else {
+          resolve(outcome.response);
+        }
+      };
+      const call = stub[method](request, metadata, { deadline }, (err, response) => {
+        outcome = { err, response };
+        settle();
+      });
+      call.on('status', (status) => {
+        trailers = status.metadata || new grpc.Metadata();
+        settle();
       });
     });
   }

@@ -1,1 +1,1 @@
-"""gRPC servicers (one per service), interceptors and error mapping."""
+"""gRPC servicers (one per service), the call plumbing (calls.py) and error mapping."""

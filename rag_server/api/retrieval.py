@@ -19,14 +19,17 @@ import grpc
 
 from rag_server.api import convert
 from rag_server.api import limits as L
+from rag_server.api.calls import current_correlation_id
 from rag_server.api.errors import failed_precondition, invalid_argument
-from rag_server.api.interceptors import current_correlation_id
+from rag_server.api.replies import ReplyCache
 from rag_server.api.validation import Violations
-from rag_server.api.work import run_blocking
+from rag_server.api.work import run_blocking, run_cheap_first
 from rag_server.app import App
+from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.persistence.traces import RetrievalTrace
+from rag_server.retrieval.results import Route
 
 log = logging.getLogger("rag_server.api.retrieval")
 
@@ -66,9 +69,14 @@ def check_frame(v: Violations, f: pb.QueryFrame, query: str, app: App) -> None:
         v.add("frame", "a frame needs a query, drug_ids or an indication")
 
 
+# Routes whose reply depends only on the request and the generation (no provider that may fail).
+_STABLE_ROUTES = frozenset({Route.SECTION, Route.SECTION_POOLED, Route.DRUG_OVERVIEW, Route.NONE})
+
+
 class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     def __init__(self, app: App) -> None:
         self.app = app
+        self.replies = ReplyCache(app.settings.reply_cache_size)
 
     def _trace(
         self, build: Callable[[Any, Any, str], RetrievalTrace], request: Any, reply: Any, started: float
@@ -103,9 +111,11 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             check_frame(v, request.frame, request.query, self.app)
         v.raise_if_any()
         retriever = self.app.retriever()
+        cheap = len(request.query) + len(request.frame.query) <= self.app.settings.inline_query_chars
         if request.drug_id and request.query.strip():
-            others = await run_blocking(
-                context, self.app.executor, retriever.conflicting_drugs, request.query, request.drug_id
+            others = await run_cheap_first(
+                context, self.app.executor, retriever.conflicting_drugs, request.query, request.drug_id,
+                try_inline=cheap,
             )
             if others:
                 raise invalid_argument(
@@ -113,12 +123,17 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                     ("query", f"names {L.echo(', '.join(others))}, but drug_id is '{request.drug_id}'; "
                               "send one drug, or drop drug_id to let the query decide"),
                 )
-        frame = convert.frame_from_proto(request.frame, request.query) if has_frame else None
-        result = await run_blocking(
-            context, self.app.executor, retriever.retrieve, request.query, request.drug_id,
-            request.section_key, frame,
-        )
-        reply = convert.retrieve_response(result)
+        key = None if has_frame else ("retrieve", request.query, request.drug_id, request.section_key)
+        reply = self.replies.get(retriever.generation, key, retrieval_pb2.RetrieveResponse) if key else None
+        if reply is None:
+            frame = convert.frame_from_proto(request.frame, request.query) if has_frame else None
+            result = await run_cheap_first(
+                context, self.app.executor, retriever.retrieve, request.query, request.drug_id,
+                request.section_key, frame, try_inline=cheap,
+            )
+            reply = convert.retrieve_response(result)
+            if key and result.route in _STABLE_ROUTES and result.decision.reason != Reason.CORPUS_NOT_LOADED:
+                self.replies.put(retriever.generation, key, reply)
         self._trace(RetrievalTrace.from_retrieve, request, reply, started)
         return reply
 
@@ -130,10 +145,14 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         v.check_indication("indication", request.indication)
         v.raise_if_any()
         retriever = self.app.retriever()
-        result = await run_blocking(
-            context, self.app.executor, retriever.lookup_indication, request.indication.strip()
-        )
-        reply = convert.indication_response(result)
+        text = request.indication.strip()
+        key = ("indication", text)
+        reply = self.replies.get(retriever.generation, key, retrieval_pb2.LookupIndicationResponse)
+        if reply is None:
+            result = await run_cheap_first(context, self.app.executor, retriever.lookup_indication, text)
+            reply = convert.indication_response(result)
+            if result.decision.reason != Reason.CORPUS_NOT_LOADED:
+                self.replies.put(retriever.generation, key, reply)
         self._trace(RetrievalTrace.from_lookup_indication, request, reply, started)
         return reply
 
@@ -163,7 +182,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.ListDrugsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.ListDrugsResponse:
         retriever = self.app.retriever()
-        drugs = await run_blocking(context, self.app.executor, retriever.list_drugs)
+        drugs = await run_cheap_first(context, self.app.executor, retriever.list_drugs)
         if drugs is None:
             raise failed_precondition("no corpus is loaded yet; ingest a formulary PDF first", "corpus")
         return convert.drug_list(drugs)

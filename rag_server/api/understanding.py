@@ -8,7 +8,7 @@ import grpc
 
 from rag_server.api import convert
 from rag_server.api.validation import Violations
-from rag_server.api.work import run_blocking
+from rag_server.api.work import run_cheap_first
 from rag_server.app import App
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
@@ -35,8 +35,9 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
         v.raise_if_any()
         retriever = self.app.retriever()
         timings = Timings()
-        understanding, loaded = await run_blocking(
-            context, self.app.executor, _understand, retriever, request.query, timings
+        understanding, loaded = await run_cheap_first(
+            context, self.app.executor, _understand, retriever, request.query, timings,
+            try_inline=len(request.query) <= self.app.settings.inline_query_chars,
         )
         response = understanding_pb2.UnderstandResponse(
             frame=convert.frame(understanding.frame), timings=convert.timings(timings)

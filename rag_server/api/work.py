@@ -1,4 +1,4 @@
-"""Blocking work of a call, run on the server's worker pool with the call's budget.
+"""Where a call's work runs: on the event loop when it is cheap, else on the worker pool with its budget.
 
 `run_blocking(context, fn, *args)` hands `fn` to the worker pool (RAG_MAX_WORKERS threads) with a Budget
 holding the call's deadline; when the call is cancelled (client gone, deadline passed, server stopping)
@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from rag_server.retrieval.inline import NeedsWorker, inline
 from rag_server.retrieval.timing import Budget, current_budget
 
 T = TypeVar("T")
@@ -44,3 +45,22 @@ async def run_blocking(
         raise
     finally:
         current_budget.reset(token)
+
+
+async def run_cheap_first(
+    context: grpc.aio.ServicerContext[Any, Any],
+    executor: Executor | None,
+    fn: Callable[..., T],
+    *args: Any,
+    try_inline: bool = True,
+) -> T:
+    """`fn(*args)` on the event loop when it needs no blocking work, else (at its first store or provider
+    call, retrieval/inline.py) again from the start on the worker pool. A thread hop costs more than a
+    cached section or an indication keyword lookup; `try_inline=False` goes straight to the pool."""
+    if try_inline:
+        try:
+            with inline():
+                return fn(*args)
+        except NeedsWorker:
+            pass
+    return await run_blocking(context, executor, fn, *args)

@@ -1,4 +1,7 @@
-"""Retrieval traces: one row per Retrieve/LookupIndication/AssessPatient call. Saving is fail-open."""
+"""Retrieval traces: one row per Retrieve/LookupIndication/AssessPatient call. Saving is fail-open.
+
+The servicers build a RetrievalTrace on every call; asyncpg (the `postgres` extra) is imported only by the
+TraceStore that saves it, so a server without a database needs no PostgreSQL driver."""
 
 from __future__ import annotations
 
@@ -8,11 +11,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import asyncpg
+from typing import TYPE_CHECKING, Any
 
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
+
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger("rag_server.persistence")
 
@@ -164,6 +168,8 @@ class TraceStore:
 
     async def save(self, trace: RetrievalTrace) -> bool:
         """True when stored; False (logged) on any database failure or timeout."""
+        import asyncpg
+
         sql = f"INSERT INTO retrieval_traces ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"
         try:
             await asyncio.wait_for(self.pool.execute(sql, *trace._row()), self.timeout_s)

@@ -35,6 +35,9 @@ class Reranker(Protocol):
     # True when the reranker blends the dense cosines (`RerankDoc.dense`); the routes then compute them from
     # the stored vectors (one exact dense search) instead of embedding passages.
     uses_dense_scores: bool
+    # True when it computes in this process with a bounded cost (nothing to hang on): the guard calls it
+    # directly instead of on a timeout thread. A hosted reranker (network) is never local.
+    local: bool
 
     def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
         """(index into docs, relevance) for the best `top_k`, best first."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rag_server.domain import Chunk, Decision, Hit, Reason, ScoreKind
 from rag_server.reasons import make_decision
-from rag_server.text.match import Phrases, find_any, tokenize
+from rag_server.text.match import PUNCT, Phrases, word_forms
 
 EvidenceItem = Hit | Chunk
 
@@ -38,11 +38,11 @@ class EvidenceRule:
             return False
         if not self.terms:
             return True
-        toks = tokenize(hit.chunk.text)
-        if not self.loose:
-            return bool(find_any(toks, self.terms))
-        text = " " + " ".join(t.folded for t in toks if not t.is_punct) + " "
-        return any(f" {' '.join(p.folded)} " in text for p in self.terms)
+        forms = word_forms(hit.chunk.text)
+        if self.loose:  # by folding alone, across punctuation
+            return self.terms.found_in([f for f in forms if f[0] not in PUNCT], loose=True)
+        plain = all(raw == folded for raw, folded in forms)  # a text without diacritics matches loosely
+        return self.terms.found_in(forms, loose=plain)
 
 
 def decide_with(evidence: Sequence[Hit], rule: EvidenceRule) -> tuple[list[Hit], Decision]:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rag_server.domain import Chunk, ChunkKind, Hit, Reason, ScoreKind
 from rag_server.reasons import make_decision
 from rag_server.retrieval.decide import decide
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import IndicationCandidate, IndicationResult, IndicationStage
 from rag_server.retrieval.timing import Timings
@@ -50,23 +51,28 @@ class PreparedChunk:
 
     chunk: Chunk
     words: tuple[Tok, ...]
+    folded: tuple[str, ...]
 
 
 def prepare(chunks: Sequence[Chunk]) -> list[PreparedChunk]:
-    return [PreparedChunk(c, tuple(words(tokenize(c.text)))) for c in chunks]
+    out: list[PreparedChunk] = []
+    for c in chunks:
+        toks = tuple(words(tokenize(c.text)))
+        out.append(PreparedChunk(c, toks, tuple(t.folded for t in toks)))
+    return out
 
 
 def keyword_score(position: int, word_count: int) -> float:
     return 1.0 + 1.0 / (1.0 + position) + 1.0 / (1.0 + word_count / 40.0)
 
 
-def phrase_hits(phrase_words: Sequence[Tok], chunk_words: Sequence[Tok]) -> list[int]:
+def phrase_hits(phrase_words: Sequence[Tok], chunk: PreparedChunk) -> list[int]:
     """Word offsets of the phrase in the chunk: folded phrase_positions, then the accent check."""
     folded = [t.folded for t in phrase_words]
     return [
         i
-        for i in phrase_positions(folded, [t.folded for t in chunk_words])
-        if all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk_words[i:], strict=False))
+        for i in phrase_positions(folded, list(chunk.folded))
+        if all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk.words[i:], strict=False))
     ]
 
 
@@ -77,7 +83,7 @@ def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> li
     hits: list[Hit] = []
     for item in chunks:
         prepared = item if isinstance(item, PreparedChunk) else prepare([item])[0]
-        positions = phrase_hits(phrase_words, prepared.words)
+        positions = phrase_hits(phrase_words, prepared)
         if positions:
             score = keyword_score(positions[0], len(prepared.words))
             hits.append(Hit(prepared.chunk, score, ScoreKind.LEXICAL))
@@ -87,27 +93,42 @@ def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> li
 
 @dataclass(frozen=True)
 class IndicationIndex:
-    """Every chi_dinh prose chunk of the served generation, tokenized once, and every word they use (an
-    indication none of whose words occurs there has nothing near it: the dense fallback is not tried)."""
+    """Every chi_dinh prose chunk of the served generation, tokenized once, with an inverted index of its
+    folded words: a phrase is looked for only in the chunks holding all of its words, so a lookup costs the
+    chunks that could match, not the whole book. An indication none of whose words occurs there has nothing
+    near it: the dense fallback is not tried."""
 
     chunks: tuple[PreparedChunk, ...] = ()
-    words: frozenset[str] = frozenset()
+    postings: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # folded word -> chunk positions
 
     @classmethod
     def of(cls, chunks: Sequence[Chunk]) -> IndicationIndex:
         prepared = prepare(
             [c for c in chunks if c.section_key == INDICATION_SECTION and c.chunk_kind is ChunkKind.PROSE]
         )
-        return cls(tuple(prepared), frozenset(t.folded for p in prepared for t in p.words))
+        postings: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(prepared):
+            for word in dict.fromkeys(p.folded):
+                postings[word].append(i)
+        return cls(tuple(prepared), {w: tuple(ids) for w, ids in postings.items()})
+
+    def containing(self, text: str) -> list[PreparedChunk]:
+        """The chunks holding every word of `text` (folded), in index order."""
+        folded = list(dict.fromkeys(t.folded for t in words(tokenize(text))))
+        if not folded:
+            return []
+        lists = sorted((self.postings.get(w, ()) for w in folded), key=len)
+        common = set(lists[0]).intersection(*lists[1:])
+        return [self.chunks[i] for i in sorted(common)]
 
 
-def synonym_pass(chunks: Sequence[PreparedChunk], conditions: Sequence[ConditionSpec]) -> list[Hit]:
+def synonym_pass(index: IndicationIndex, conditions: Sequence[ConditionSpec]) -> list[Hit]:
     """Chunks naming a condition by any of its forms; +1 per extra condition asked about a chunk names."""
     best: dict[str, Hit] = {}
     named: dict[str, set[str]] = defaultdict(set)
     for spec in conditions:
         for form in spec.forms:
-            for hit in keyword_pass(chunks, form.text):
+            for hit in keyword_pass(index.containing(form.text), form.text):
                 cid = hit.chunk.chunk_id
                 named[cid].add(spec.name.text)
                 if cid not in best or hit.score > best[cid].score:
@@ -124,6 +145,7 @@ def dense_pass(r: Retriever, indication: str, floor: float, timings: Timings) ->
     with timings.stage("embed"):
         vector = r.query_vector(r.language.clinical.calibration.template.format(indication))
     assert vector is not None
+    needs_worker("store")
     with timings.stage("search"):
         hits = r.store.search_dense(
             vector,
@@ -166,22 +188,22 @@ def lookup(r: Retriever, indication: str, timings: Timings) -> IndicationResult:
     if only_generic(toks, language):
         decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE, detail=NO_CONDITION)
         return IndicationResult(decision, [], indication=indication)
-    chunks = r.indications.chunks
+    index = r.indications
     phrases = list(dict.fromkeys([indication.strip(), strip_indication_head(indication, language.rules)]))
     hits: list[Hit] = []
     with timings.stage("keyword"):
         for text in phrases:
-            hits = keyword_pass(chunks, text)
+            hits = keyword_pass(index.containing(text), text)
             if hits:
                 break
     stage = IndicationStage.KEYWORD if hits else IndicationStage.NONE
     if not hits:
         with timings.stage("synonym"):
             named = language.clinical.only_conditions(toks, language.fillers)
-            hits = synonym_pass(chunks, named)
+            hits = synonym_pass(index, named)
         stage = IndicationStage.SYNONYM if hits else IndicationStage.NONE
     floor = r.manifest.indication_dense_floor if r.manifest is not None else 0.0
-    near = r.indications.words & {t.folded for t in content_words(toks, language)}
+    near = [t.folded for t in content_words(toks, language) if t.folded in index.postings]
     if not hits and r.embedder is not None and floor > 0 and near:
         hits, best = dense_pass(r, indication, floor, timings)
         log.info("indication dense fallback: best %.4f, floor %.4f, %d kept", best, floor, len(hits))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rag_server.domain import ChunkKind, Hit, ScoreKind
 from rag_server.retrieval.decide import decide
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.timing import Timings
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 
 def overview_hits(store: Store, drug_id: str, vocabulary: Vocabulary, intro_only: bool) -> list[Hit]:
+    needs_worker("store")
     chunks = store.scroll(ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value))
     if intro_only:
         keep = set(vocabulary.intro_sections)

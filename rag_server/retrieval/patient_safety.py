@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from rag_server.domain import Chunk, DecisionKind, FactMatch, Hit, MatchKind, Reason, ScoreKind
 from rag_server.reasons import make_decision
 from rag_server.retrieval.decide import decide
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.interactions import ChunkWords, best_chunks
 from rag_server.retrieval.lexical import anchor_matches
 from rag_server.retrieval.policy import EvidencePolicy
@@ -220,6 +221,7 @@ def assess_candidate(
         *(WARNING_SECTIONS if warnings or allergens else ()),
         *(DOSAGE_SECTIONS if dosage else ()),
     ]
+    needs_worker("store")
     chunks = store.scroll(ChunkFilter(drug_id=drug_id, section_keys=tuple(wanted))) if wanted else []
     budget = _SectionBudget(ctx.policy.safety_sections_per_candidate, [])
     facets: list[FacetResult] = []

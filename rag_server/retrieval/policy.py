@@ -21,6 +21,7 @@ class EvidencePolicy:
     safety_sections_per_candidate: int  # lexical safety sections per drug
     free_form_pool: int  # hybrid candidates reranked within one drug
     query_cache_size: int  # query embeddings kept (by normalised text)
+    section_cache_size: int  # whole sections kept after their first lookup
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EvidencePolicy:
@@ -36,6 +37,7 @@ class EvidencePolicy:
             safety_sections_per_candidate=settings.safety_sections_per_candidate,
             free_form_pool=settings.free_form_pool,
             query_cache_size=settings.query_cache_size,
+            section_cache_size=settings.section_cache_size,
         )
 
     @classmethod

@@ -19,9 +19,10 @@ from rag_server.domain import Chunk, Manifest, Reason
 from rag_server.providers.base import Embedder, Reranker
 from rag_server.reasons import make_decision
 from rag_server.retrieval import freeform, indication, overview, patient_safety, section
+from rag_server.retrieval.caches import Lru, QueryVectors
 from rag_server.retrieval.indication import IndicationIndex
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.policy import EvidencePolicy
-from rag_server.retrieval.query_cache import QueryVectors
 from rag_server.retrieval.results import AssessmentResult, IndicationResult, RetrievalResult, Route
 from rag_server.retrieval.search import reranker_state
 from rag_server.retrieval.timing import Timings
@@ -45,7 +46,8 @@ class Retriever:
     catalog: Catalog | None = None
     classes: ClassIndex | None = None
     indications: IndicationIndex = field(default_factory=IndicationIndex)
-    query_vectors: QueryVectors = field(default_factory=QueryVectors)
+    query_vectors: QueryVectors = field(default_factory=lambda: QueryVectors(0))
+    sections: Lru[tuple[str, str], section.WholeSection] = field(default_factory=lambda: Lru(0))
 
     @classmethod
     def build(
@@ -71,6 +73,7 @@ class Retriever:
             classes=ClassIndex(language.clinical, catalog) if catalog is not None else None,
             indications=IndicationIndex.of(chunks),
             query_vectors=QueryVectors(policy.query_cache_size),
+            sections=Lru(policy.section_cache_size),
         )
 
     @property
@@ -85,9 +88,15 @@ class Retriever:
 
     def query_vector(self, text: str) -> list[float] | None:
         """The query embedding of `text` (cached by normalised text), None without an embedder."""
-        if self.embedder is None:
+        embedder = self.embedder
+        if embedder is None:
             return None
-        return self.query_vectors.get(text, self.embedder)
+
+        def embed() -> list[float]:
+            needs_worker("embedder")
+            return embedder.embed([text], "query")[0]
+
+        return self.query_vectors.get(text, embed)
 
     # ------------------------------------------------------------------ understanding
     def understand(self, query: str, timings: Timings | None = None) -> Understanding:

@@ -14,6 +14,7 @@ from rag_server.domain import Hit, ScoreKind
 from rag_server.providers.base import RerankDoc, Reranker
 from rag_server.providers.rerank.breaker import BreakerState
 from rag_server.providers.rerank.guarded import GuardedReranker
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter
@@ -34,6 +35,7 @@ class Candidates:
 def search_candidates(r: Retriever, query: str, flt: ChunkFilter, limit: int, timings: Timings) -> Candidates:
     """Hybrid (sparse + dense, RRF) when an embedder is configured, else BM25 alone."""
     sparse = query_vector(query)
+    needs_worker("store")
     if r.embedder is None:
         with timings.stage("search"):
             return Candidates(r.store.search_sparse(sparse, flt, limit), None)
@@ -53,6 +55,7 @@ def dense_scores(
     if candidates.vector is None or not candidates.hits or not uses_dense_scores(r.reranker):
         return None
     depth = max(DENSE_SCORE_DEPTH, 4 * len(candidates.hits))
+    needs_worker("store")
     with timings.stage("dense_scores"):
         found = r.store.search_dense(candidates.vector, flt, depth)
     by_id = {h.chunk.chunk_id: h.score for h in found}
@@ -98,6 +101,7 @@ def rerank_hits(
         for i, h in enumerate(hits)
     ]
     asked = len(hits) if prior else top_k  # with a prior, score every candidate before cutting
+    needs_worker("reranker")
     with timings.stage("rerank"):
         if isinstance(reranker, GuardedReranker):
             outcome = reranker.rerank_guarded(query, docs, asked)

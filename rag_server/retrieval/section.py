@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rag_server.domain import Chunk, ChunkKind, Hit, Reason, ScoreKind
 from rag_server.reasons import make_decision
 from rag_server.retrieval.decide import decide
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.lexical import content_terms, matched_terms
 from rag_server.retrieval.reference import pointer_targets, prose_text
 from rag_server.retrieval.results import RetrievalResult, Route
@@ -47,8 +49,33 @@ def order_section(chunks: Sequence[Chunk]) -> list[Chunk]:
 
 
 def section_hits(store: Store, drug_id: str, section_key: str) -> list[Hit]:
+    needs_worker("store")
     chunks = store.scroll(ChunkFilter(drug_id=drug_id, section_keys=(section_key,)))
     return [Hit(chunk=c, score=1.0, score_kind=ScoreKind.EXACT) for c in order_section(chunks)]
+
+
+@dataclass(frozen=True)
+class WholeSection:
+    """One section of one drug as the served generation holds it, and the sections it merely points to."""
+
+    hits: tuple[Hit, ...]
+    points_to: tuple[str, ...] = ()
+
+
+def whole_section(r: Retriever, drug_id: str, section_key: str) -> WholeSection:
+    """The exact lookup, once per generation: later calls are served from the Retriever's section cache."""
+    return r.sections.get_or_make((drug_id, section_key), lambda: _look_up(r, drug_id, section_key))
+
+
+def _look_up(r: Retriever, drug_id: str, section_key: str) -> WholeSection:
+    hits = tuple(section_hits(r.store, drug_id, section_key))
+    if not hits:
+        return WholeSection(hits)
+    info = r.catalog.drugs.get(drug_id) if r.catalog is not None else None
+    present = set(info.section_keys) if info is not None else set()
+    text = prose_text(h.chunk for h in hits)
+    targets = tuple(k for k in pointer_targets(section_key, text, r.language.vocabulary) if k in present)
+    return WholeSection(hits, targets)
 
 
 def pooled_neighbour_hits(
@@ -60,6 +87,7 @@ def pooled_neighbour_hits(
     """
     if section_key not in _LEXICAL_POOL_ENABLED_SECTIONS or len(terms) < _LEXICAL_POOL_MIN_SCORE:
         return []
+    needs_worker("store")
     candidates = store.search_sparse(
         sparse, ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value), _LEXICAL_POOL_CANDIDATES
     )
@@ -88,12 +116,12 @@ def section_route(r: Retriever, frame: QueryFrame, timings: Timings) -> Retrieva
     title = r.language.vocabulary.title(frame.section_key)
     for drug_id in frame.drug_ids:
         with timings.stage("scroll"):
-            hits = section_hits(r.store, drug_id, frame.section_key)
-        if not hits:
+            section = whole_section(r, drug_id, frame.section_key)
+        if not section.hits:
             missing.append(drug_id)
             continue
-        evidence.extend(hits)
-        evidence.extend(followed(r, drug_id, frame.section_key, hits, timings))
+        evidence.extend(section.hits)
+        evidence.extend(followed(r, drug_id, section, timings))
         if frame.query:
             with timings.stage("pool"):
                 pooled = pool(r, frame, drug_id)
@@ -110,21 +138,15 @@ def section_route(r: Retriever, frame: QueryFrame, timings: Timings) -> Retrieva
     return RetrievalResult(decision, evidence, route=Route.SECTION_POOLED if pooled_any else Route.SECTION)
 
 
-def followed(
-    r: Retriever, drug_id: str, section_key: str, hits: Sequence[Hit], timings: Timings
-) -> list[Hit]:
+def followed(r: Retriever, drug_id: str, section: WholeSection, timings: Timings) -> list[Hit]:
     """The sections a short section merely points to, whole, in part order, one hop; recorded as the stage
     "follow_reference"."""
-    info = r.catalog.drugs.get(drug_id) if r.catalog is not None else None
-    present = set(info.section_keys) if info is not None else set()
-    text = prose_text(h.chunk for h in hits)
-    targets = [k for k in pointer_targets(section_key, text, r.language.vocabulary) if k in present]
-    if not targets:
+    if not section.points_to:
         return []
     out: list[Hit] = []
     with timings.stage("follow_reference"):
-        for key in targets:
-            out.extend(section_hits(r.store, drug_id, key))
+        for key in section.points_to:
+            out.extend(whole_section(r, drug_id, key).hits)
     return out
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from rag_server.text.normalize import fold
 
@@ -28,8 +29,7 @@ _D = str.maketrans({"Ð": "đ", "Đ": "đ", "ð": "đ"})
 PUNCT = frozenset(",.;:?!/+()")
 
 
-@dataclass(frozen=True)
-class Tok:
+class Tok(NamedTuple):  # a tuple: a question or a chunk makes hundreds of them per call
     raw: str  # lower case, NFC, Ð -> đ
     folded: str
     start: int  # character offsets in the original text
@@ -45,8 +45,11 @@ class Tok:
         return self.raw.isascii()
 
 
-def _raw(word: str) -> str:
-    return unicodedata.normalize("NFKC", word).translate(_D).lower()
+@lru_cache(maxsize=65536)
+def _forms(word: str) -> tuple[str, str]:
+    """(raw, folded) of one token as matched (words repeat: the cache turns most into one lookup)."""
+    raw = unicodedata.normalize("NFKC", word).translate(_D).lower()
+    return raw, raw if raw in PUNCT else fold(raw)
 
 
 class AccentRule(Enum):
@@ -57,14 +60,14 @@ class AccentRule(Enum):
 def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
     """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters)."""
     text = unicodedata.normalize("NFKC", text)
-    pieces = [(m, _raw(m.group())) for m in _TOKEN.finditer(text)]
-    folded = [raw if raw in PUNCT else fold(raw) for _, raw in pieces]
-    plain = [raw == f for (_, raw), f in zip(pieces, folded, strict=True)]
+    matches = list(_TOKEN.finditer(text))
+    forms = [_forms(m.group()) for m in matches]
+    plain = [raw == f for raw, f in forms]
     if accents is AccentRule.TEXT:
         plain = [all(plain)] * len(plain)
     return [
         Tok(raw, f, m.start(), m.end(), loose)
-        for (m, raw), f, loose in zip(pieces, folded, plain, strict=True)
+        for m, (raw, f), loose in zip(matches, forms, plain, strict=True)
     ]
 
 
@@ -128,6 +131,27 @@ class Phrases(tuple[Phrase, ...]):
                 if match_at(toks, i, pat):
                     out.append((i, pat))
         return out
+
+
+    def found_in(self, forms: Sequence[tuple[str, str]], loose: bool) -> bool:
+        """Whether any pattern occurs in `forms` ((raw, folded) per token, `word_forms`): accent-compatible
+        as `find`, or by folding alone when `loose`. Cheaper than tokenize + find_any on a long text."""
+        index = self.by_first
+        n = len(forms)
+        for i, (_, first) in enumerate(forms):
+            for pat in index.get(first, ()):
+                k = len(pat)
+                if i + k <= n and all(
+                    forms[i + j][1] == pat.folded[j] and (loose or forms[i + j][0] == pat.raw[j])
+                    for j in range(k)
+                ):
+                    return True
+        return False
+
+
+def word_forms(text: str) -> list[tuple[str, str]]:
+    """(raw, folded) of every token of `text`, as `tokenize` makes them, without offsets or Tok objects."""
+    return [_forms(piece) for piece in _TOKEN.findall(unicodedata.normalize("NFKC", text))]
 
 
 def phrases(patterns: Iterable[Phrase]) -> Phrases:

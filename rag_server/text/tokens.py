@@ -10,9 +10,17 @@ from __future__ import annotations
 import re
 
 _PIECE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_EXTRA = re.compile(r"\B\w{4}", re.UNICODE)  # each further 4 characters of a word (after its first)
 
 
 def count_tokens(text: str) -> int:
+    """One per word and per mark, plus one per 4 characters of a word beyond its first: two C-level scans
+    (this runs on every evidence chunk a response packs)."""
+    return len(_PIECE.findall(text)) + len(_EXTRA.findall(text))
+
+
+def count_tokens_slow(text: str) -> int:
+    """The definition, word by word (tests compare count_tokens with it)."""
     total = 0
     for piece in _PIECE.findall(text):
         total += 1 + max(0, (len(piece) - 1) // 4) if piece[0].isalnum() or piece[0] == "_" else 1

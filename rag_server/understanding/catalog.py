@@ -139,6 +139,11 @@ class Catalog:
         return max((len(" ".join(key)) for key in self.names), default=0)
 
     @cached_property
+    def longest_name_words(self) -> int:
+        """Words of the longest name (at most MAX_NAME_WORDS): where an exact match may end."""
+        return min(MAX_NAME_WORDS, max((len(k) for k in self.names), default=0))
+
+    @cached_property
     def first_words(self) -> frozenset[str]:
         """The first folded word of every name (where an exact match may start)."""
         return frozenset(key[0] for key in self.names if key)
@@ -202,7 +207,7 @@ class Catalog:
     def _exact(self, toks: Sequence[Tok]) -> list[Mention]:
         taken = [False] * len(toks)
         found: list[Mention] = []
-        max_len = min(MAX_NAME_WORDS, max((len(k) for k in self.names), default=0))
+        max_len = self.longest_name_words
         starts = [i for i, t in enumerate(toks) if t.folded in self.first_words]
         for n in range(max_len, 0, -1):
             for i in starts:

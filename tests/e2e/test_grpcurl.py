@@ -115,8 +115,8 @@ def test_unimplemented_ask(grpcurl: Path, shared_server: Any) -> None:
     assert "generation" in proc.stderr
 
 
-def _response_header(stdout: str, name: str) -> str:
-    block = stdout.split("Response headers received:", 1)[1].split("Response contents:", 1)[0]
+def _response_trailer(stdout: str, name: str) -> str:
+    block = stdout.split("Response trailers received:", 1)[1]
     m = re.search(rf"^{re.escape(name)}: (\S+)$", block, re.MULTILINE)
     assert m, block
     return m.group(1)
@@ -133,7 +133,7 @@ def test_correlation_id_replaced_when_malformed(grpcurl: Path, shared_server: An
         "-v",
     )
     assert proc.returncode == 0, proc.stderr
-    got = _response_header(proc.stdout, "x-correlation-id")
+    got = _response_trailer(proc.stdout, "x-correlation-id")
     assert got != "bad id!"
     assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}", got)
 
@@ -149,7 +149,7 @@ def test_correlation_id_echoed_when_valid(grpcurl: Path, shared_server: Any) -> 
         "-v",
     )
     assert proc.returncode == 0, proc.stderr
-    assert _response_header(proc.stdout, "x-correlation-id") == "ward-7.req:0042"
+    assert _response_trailer(proc.stdout, "x-correlation-id") == "ward-7.req:0042"
 
 
 @pytest.fixture(scope="module")

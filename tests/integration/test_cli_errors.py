@@ -62,3 +62,24 @@ def test_a_provider_whose_extra_is_missing_stops_the_start_in_one_line(
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert f"'{extra}' extra" in lines[0] and f"formulary-rag[{extra}]" in lines[0]
+
+
+def test_the_offline_defaults_need_no_extra(rag_server_process: Callable[..., Any], tmp_path: Path) -> None:
+    """Every provider SDK shadowed as not installed: the embedded defaults still start and answer."""
+    shadows = tmp_path / "shadow"
+    for module in ("cohere", "boto3", "qdrant_client", "asyncpg"):
+        (shadows / module).mkdir(parents=True)
+        (shadows / module / "__init__.py").write_text(f"raise ImportError({'No module named ' + module!r})\n")
+    server = rag_server_process(env={"PYTHONPATH": str(shadows), "RAG_DATABASE_URL": ""})
+    done = subprocess.run(
+        [*rag_server(), "eval", "--help"], capture_output=True, text=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(shadows)},
+    )
+    assert done.returncode == 0, done.stderr  # the CLI itself loads without them too
+    from formulary_rag_client import FormularyClient
+
+    with FormularyClient(server.target) as client:
+        assert client.health() == "SERVING"
+        drugs = client.list_drugs()
+        reply = client.retrieve(drug_id=drugs[0].drug_id, section_key="chong_chi_dinh")
+        assert reply.evidence

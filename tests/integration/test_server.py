@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
-from rag_server.api.interceptors import CORRELATION_HEADER, CORRELATION_PATTERN
+from rag_server.api.calls import CORRELATION_HEADER, CORRELATION_PATTERN
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import (
     answer_pb2,
@@ -130,8 +130,9 @@ async def _correlation_id(channel: grpc.aio.Channel, sent: str | None) -> str:
     metadata = None if sent is None else ((CORRELATION_HEADER, sent),)
     call = stub.Check(health_pb2.HealthCheckRequest(service=""), metadata=metadata, timeout=5)
     await call
-    got = dict(await call.initial_metadata()).get(CORRELATION_HEADER)
+    got = dict(await call.trailing_metadata()).get(CORRELATION_HEADER)  # echoed with the status
     assert isinstance(got, str)
+    assert CORRELATION_HEADER not in dict(await call.initial_metadata())  # a unary reply: no extra write
     return got
 
 
@@ -154,6 +155,17 @@ async def test_missing_correlation_id_is_generated_fresh_per_call(channel: grpc.
     assert first != second
 
 
+async def test_a_stream_has_the_correlation_id_in_its_headers(channel: grpc.aio.Channel) -> None:
+    stub = health_pb2_grpc.HealthStub(channel)
+    call = stub.Watch(
+        health_pb2.HealthCheckRequest(service=""), metadata=((CORRELATION_HEADER, "watch-7"),), timeout=5
+    )
+    first = await call.read()  # the headers come before the first message
+    assert first.status == health_pb2.HealthCheckResponse.SERVING
+    assert dict(await call.initial_metadata()).get(CORRELATION_HEADER) == "watch-7"
+    call.cancel()
+
+
 async def test_correlation_id_is_echoed_on_errors_too(channel: grpc.aio.Channel) -> None:
     stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
     call = stub.Retrieve(
@@ -161,7 +173,9 @@ async def test_correlation_id_is_echoed_on_errors_too(channel: grpc.aio.Channel)
     )
     with pytest.raises(grpc.aio.AioRpcError):
         await call
-    assert dict(await call.initial_metadata()).get(CORRELATION_HEADER) == "err-42"
+    trailers = dict(await call.trailing_metadata())
+    assert trailers.get(CORRELATION_HEADER) == "err-42"
+    assert "grpc-status-details-bin" in trailers  # the BadRequest details are still there
 
 
 # --- INVALID_ARGUMENT with BadRequest details ----------------------------------------------------------

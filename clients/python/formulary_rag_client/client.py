@@ -63,10 +63,12 @@ class FormularyClient:
     def _metadata(correlation_id: str | None) -> tuple[tuple[str, str], ...]:
         return ((CORRELATION_HEADER, correlation_id or uuid.uuid4().hex),)
 
-    def _remember(self, call: Any, sent: tuple[tuple[str, str], ...]) -> None:
+    def _remember(self, call: Any, sent: tuple[tuple[str, str], ...], trailers: bool = True) -> None:
+        """The id the server echoed: in the trailers of a finished call, in the headers of a stream."""
         try:
-            echoed = dict(call.initial_metadata() or ()).get(CORRELATION_HEADER)
-        except Exception:  # no headers (e.g. connection refused)
+            got = call.trailing_metadata() if trailers else call.initial_metadata()
+            echoed = dict(got or ()).get(CORRELATION_HEADER)
+        except Exception:  # no metadata (e.g. connection refused)
             echoed = None
         self.last_correlation_id = str(echoed) if echoed else sent[0][1]
 
@@ -86,7 +88,7 @@ class FormularyClient:
         metadata = self._metadata(correlation_id)
         call = method(request, metadata=metadata, timeout=timeout)
         try:
-            self._remember(call, metadata)
+            self._remember(call, metadata, trailers=False)
             yield from call
         except grpc.RpcError as err:
             self._remember(err, metadata)

@@ -11,6 +11,7 @@ from rag_server.providers.base import ProviderError, RerankDoc
 class CohereReranker:
     name = "cohere"
     uses_dense_scores = False
+    local = False  # a network call: the guard runs it on a timeout thread
 
     def __init__(
         self,

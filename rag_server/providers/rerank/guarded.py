@@ -1,5 +1,8 @@
 """GuardedReranker: timeout + circuit breaker around any Reranker (seed 004).
 
+A `local` reranker (the offline one: in-process, bounded work) is called directly; its failures still
+count for the breaker and keep the fallback order. A hosted one runs under the timeout below.
+
 A failure, a timeout or an open breaker keeps the incoming (fallback) order: the reranker is an
 ordering aid, never a filter, so callers still apply their top_k and token cap to the fallback order.
 The timeout is enforced with a daemon thread per call, so a hung provider cannot block a request
@@ -65,6 +68,7 @@ class GuardedReranker:
         self.inner = inner
         self.name = inner.name
         self.uses_dense_scores = inner.uses_dense_scores
+        self.local = inner.local
         self.timeout_s = timeout_s
         self.breaker = breaker
         self.max_outstanding = max_outstanding
@@ -102,7 +106,10 @@ class GuardedReranker:
             return done(fallback_order(len(docs), top_k), False, RerankFailure.CIRCUIT_OPEN)
         given = list(docs)
         try:
-            result = self._call_with_timeout(lambda: self.inner.rerank(query, given, top_k))
+            if self.inner.local:  # in-process and bounded: a timeout thread would cost more than the call
+                result = self.inner.rerank(query, given, top_k)
+            else:
+                result = self._call_with_timeout(lambda: self.inner.rerank(query, given, top_k))
         except Exception as exc:
             self.breaker.record_failure()
             timed_out = isinstance(exc, RerankTimeout)

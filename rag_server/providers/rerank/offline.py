@@ -26,6 +26,7 @@ CACHE_SIZE = 4096
 class OfflineReranker:
     name = "offline"
     uses_dense_scores = True  # GuardedReranker passes the routes' stored-vector cosines through
+    local = True  # BM25 + cosines over at most a few dozen candidates: no thread, no timeout needed
 
     def __init__(
         self,

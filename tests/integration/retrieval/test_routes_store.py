@@ -150,6 +150,7 @@ def test_free_form_cap_holds_when_the_reranker_fails(store: Store, embedder: Emb
         name = "broken"
 
         uses_dense_scores = False
+        local = False
 
         def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
             raise RuntimeError("down")

@@ -32,6 +32,7 @@ class Scripted:
 
     name = "scripted"
     uses_dense_scores = False
+    local = False
 
     def __init__(self) -> None:
         self.fail = False
@@ -47,6 +48,7 @@ class Scripted:
 class Slow:
     name = "slow"
     uses_dense_scores = False
+    local = False
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -137,6 +139,7 @@ def test_invalid_replies_count_as_failures() -> None:
     class Bad:
         name = "bad"
         uses_dense_scores = False
+        local = False
 
         def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
             return [(7, 1.0)]
@@ -157,3 +160,28 @@ def test_protocol_method_returns_fallback_positions() -> None:
 def test_breaker_needs_a_positive_threshold(failures: int) -> None:
     with pytest.raises(ValueError):
         CircuitBreaker(failures, 1.0)
+
+
+def test_a_local_reranker_runs_in_the_calling_thread_and_still_trips_the_breaker() -> None:
+    class Local:
+        name = "local"
+        uses_dense_scores = False
+        local = True
+
+        def __init__(self) -> None:
+            self.threads: list[str] = []
+            self.fail = False
+
+        def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
+            self.threads.append(threading.current_thread().name)
+            if self.fail:
+                raise RuntimeError("bad")
+            return [(1, 1.0), (0, 0.5)][:top_k]
+
+    inner = Local()
+    guard = GuardedReranker(inner, timeout_s=1.0, breaker=CircuitBreaker(1, 60.0))
+    assert guard.rerank_guarded("q", TEXTS[:2], 2).order == [(1, 1.0), (0, 0.5)]
+    assert inner.threads == [threading.current_thread().name]
+    inner.fail = True
+    out = guard.rerank_guarded("q", TEXTS[:2], 2)
+    assert not out.applied and out.failure == RerankFailure.PROVIDER_ERROR and out.state == OPEN

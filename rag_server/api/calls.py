@@ -1,0 +1,235 @@
+"""The call plumbing around every method, wrapped once per method when the services register
+(`Registrar`), not an interceptor chain run per call:
+
+* x-correlation-id: validated, regenerated when malformed, echoed back in the response trailers (with the
+  status, so a unary reply costs no extra write) and, for a server stream, also in the response headers;
+* RequestError -> gRPC status with google.rpc details; WorkCancelled (deadline passed between stages)
+  -> DEADLINE_EXCEEDED;
+* the call lifecycle (`Lifecycle`): in-flight calls are counted, and once the server drains (SIGTERM) new
+  calls are refused with UNAVAILABLE while health keeps answering (NOT_SERVING) and accepted calls finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import logging
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import grpc
+
+from rag_server.api.errors import RequestError
+from rag_server.retrieval.timing import WorkCancelled
+
+CORRELATION_HEADER = "x-correlation-id"
+CORRELATION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+SHUTTING_DOWN = "the server is shutting down; retry elsewhere"
+
+correlation_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="")
+log = logging.getLogger("rag_server.api")
+
+
+def resolve_correlation_id(metadata: Any) -> tuple[str, bool]:
+    """(id to use, whether the caller's id was kept)."""
+    for key, value in metadata or ():
+        if key.lower() == CORRELATION_HEADER:
+            if isinstance(value, str) and CORRELATION_PATTERN.fullmatch(value):
+                return value, True
+            return uuid.uuid4().hex, False
+    return uuid.uuid4().hex, False
+
+
+def current_correlation_id() -> str:
+    return correlation_id_var.get()
+
+
+class Lifecycle:
+    """Counts in-flight calls; `drain()` makes new calls (health excepted) fail with UNAVAILABLE."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.draining = False
+        self.last_call = 0.0  # time.monotonic() of the last call seen (served or refused)
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        self.last_call = time.monotonic()
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight <= 0:
+            self.in_flight = 0
+            self._idle.set()
+
+    def drain(self) -> None:
+        self.draining = True
+
+    async def wait_quiet(self, quiet_s: float, timeout: float) -> None:
+        """Until no call has arrived for `quiet_s` (calls still queued get their UNAVAILABLE instead of
+        being cut by the server's stop), at most `timeout` seconds."""
+        ends = time.monotonic() + timeout
+        while (now := time.monotonic()) < ends and now - self.last_call < quiet_s:
+            await asyncio.sleep(min(quiet_s, ends - now))
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """True when no call is in flight within `timeout` seconds."""
+        if self._idle.is_set():
+            return True
+        if timeout <= 0:
+            return False
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+def _status_for(exc: BaseException) -> RequestError | None:
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, WorkCancelled):
+        code = grpc.StatusCode.DEADLINE_EXCEEDED if exc.expired else grpc.StatusCode.CANCELLED
+        return RequestError(code, str(exc))
+    return None
+
+
+def wrap_handler(
+    method: str, handler: grpc.RpcMethodHandler, lifecycle: Lifecycle
+) -> grpc.RpcMethodHandler:
+    """The handler of `method` inside the call plumbing (correlation id, status mapping, lifecycle); built
+    once per method at registration, so a call pays for one coroutine frame, not an interceptor chain."""
+    exempt = method.startswith(HEALTH_PREFIX)
+
+    async def start(context: grpc.aio.ServicerContext[Any, Any], streaming: bool = False) -> None:
+        cid, kept = resolve_correlation_id(context.invocation_metadata())
+        correlation_id_var.set(cid)
+        if not kept:
+            log.debug("correlation id regenerated for %s", method)
+        echo = ((CORRELATION_HEADER, cid),)
+        if lifecycle.draining and not exempt:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, echo)
+        # In the trailers of every reply (they travel with the status: no extra write); a stream also has it
+        # in its headers, before the first message.
+        context.set_trailing_metadata(echo)
+        if streaming:
+            await context.send_initial_metadata(echo)
+
+    async def fail(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
+        error = _status_for(exc)
+        if error is None:
+            raise exc
+        status = error.to_status()
+        echo = ((CORRELATION_HEADER, correlation_id_var.get()),)
+        await context.abort(status.code, status.details, (*status.trailing_metadata, *echo))
+
+    def rebuilt(behaviour: Any, factory: Callable[..., grpc.RpcMethodHandler]) -> grpc.RpcMethodHandler:
+        return factory(behaviour, handler.request_deserializer, handler.response_serializer)
+
+    if handler.unary_unary:
+        inner_uu = handler.unary_unary
+
+        async def unary_unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            lifecycle.enter()
+            try:
+                await start(context)
+                return await inner_uu(request, context)
+            except (RequestError, WorkCancelled) as err:
+                await fail(context, err)
+            finally:
+                lifecycle.leave()
+
+        return rebuilt(unary_unary, grpc.unary_unary_rpc_method_handler)
+    if handler.unary_stream and not inspect.isasyncgenfunction(handler.unary_stream):
+        inner_uw = handler.unary_stream  # writes with context.write() (e.g. grpc.health.v1 Watch)
+
+        async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            lifecycle.enter()
+            try:
+                await start(context, streaming=True)
+                await inner_uw(request, context)
+            except (RequestError, WorkCancelled) as err:
+                await fail(context, err)
+            finally:
+                lifecycle.leave()
+
+        return rebuilt(unary_stream_writer, grpc.unary_stream_rpc_method_handler)
+    if handler.unary_stream:
+        inner_us = handler.unary_stream
+
+        async def unary_stream(
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            lifecycle.enter()
+            try:
+                await start(context, streaming=True)
+                async for item in inner_us(request, context):
+                    yield item
+            except (RequestError, WorkCancelled) as err:
+                await fail(context, err)
+            finally:
+                lifecycle.leave()
+
+        return rebuilt(unary_stream, grpc.unary_stream_rpc_method_handler)
+    if handler.stream_unary:
+        inner_su = handler.stream_unary
+
+        async def stream_unary(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            lifecycle.enter()
+            try:
+                await start(context)
+                return await inner_su(requests, context)
+            except (RequestError, WorkCancelled) as err:
+                await fail(context, err)
+            finally:
+                lifecycle.leave()
+
+        return rebuilt(stream_unary, grpc.stream_unary_rpc_method_handler)
+    return handler  # stream_stream: none in rag.v1 (reflection's is exempt from the plumbing)
+
+
+class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
+    def __init__(self, inner: grpc.GenericRpcHandler, lifecycle: Lifecycle) -> None:
+        self.inner = inner
+        self.lifecycle = lifecycle
+        self.wrapped: dict[str, grpc.RpcMethodHandler | None] = {}
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        method = handler_call_details.method
+        if method not in self.wrapped:
+            handler = self.inner.service(handler_call_details)
+            self.wrapped[method] = wrap_handler(method, handler, self.lifecycle) if handler else None
+        return self.wrapped[method]
+
+
+class Registrar:
+    """Stands in for the grpc.aio server while the generated `add_*_to_server` functions (and reflection)
+    register their handlers: every handler is wrapped once (`wrap_handler`); everything else goes to the
+    server. No interceptor runs per call."""
+
+    def __init__(self, server: grpc.aio.Server, lifecycle: Lifecycle) -> None:
+        self._server = server
+        self._lifecycle = lifecycle
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        self._server.add_generic_rpc_handlers([_WrappedGeneric(h, self._lifecycle) for h in handlers])
+
+    def add_registered_method_handlers(
+        self, service_name: str, method_handlers: dict[str, grpc.RpcMethodHandler]
+    ) -> None:
+        wrapped = {
+            name: wrap_handler(f"/{service_name}/{name}", handler, self._lifecycle)
+            for name, handler in method_handlers.items()
+        }
+        self._server.add_registered_method_handlers(service_name, wrapped)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
