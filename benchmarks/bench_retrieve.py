@@ -339,6 +339,28 @@ def print_results(results: list[Result], corpus: dict[str, Any], args: argparse.
     print(f"machine: {os.cpu_count()} cores; server and echo each in their own process; client in this one")
 
 
+def write_json(path: Path, results: list[Result], corpus: dict[str, Any], args: argparse.Namespace) -> None:
+    """The figures of this run (benchmarks/report.py draws the charts from them)."""
+    echo = results[0]
+    data = {
+        "benchmark": "retrieve", "corpus": {k: corpus.get(k) for k in ("chunks", "monographs", "pages")},
+        "concurrency": args.concurrency, "cores": os.cpu_count(),
+        "workloads": [
+            {"name": r.name, "requests": r.requests, "errors": r.errors, "qps": round(r.qps, 1),
+             "ratio_to_echo": round(r.qps / echo.qps, 4) if echo.qps else None,
+             "target": next((v for k, v in TARGETS.items() if r.name.startswith(k)), None),
+             "p50_ms": round(r.pct(50), 3), "p99_ms": round(r.pct(99), 3),
+             "latencies_ms": [round(x, 3) for x in r.latencies_ms]}
+            for r in results
+        ],
+        "single": {name: {"p50_ms": round(statistics.median(walls), 3),
+                          "stages_ms": {s: round(statistics.median(v), 3) for s, v in stages.items()}}
+                   for name, (walls, stages) in SINGLE.items()},
+    }
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -356,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50, help="unmeasured requests first (default 50)")
     parser.add_argument("--free-form-divisor", type=int, default=4,
                         help="free-form runs requests/divisor requests (it is the slow path; default 4)")
+    parser.add_argument("--json", default="", help="also write the figures to this JSON file")
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.echo_server:
@@ -377,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         echo.stop()
     print_results(results, corpus, args)
+    if args.json:
+        write_json(Path(args.json), results, corpus, args)
     return 0
 
 

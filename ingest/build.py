@@ -1,8 +1,9 @@
 """PDF -> chunks + gates, with no embedding and no store.
 
-build_chunks(pdf_path, vocabulary=..., max_tokens=800, progress=None) -> BuildResult
+build_chunks(pdf_path, vocabulary=..., max_tokens=800, progress=None, workers=0) -> BuildResult
   progress(stage: str, done: int, total: int, message: str) is called per stage
-  (stages: "parse", "segment", "chunk", "gates").
+  (stages: "parse", "segment", "chunk", "gates"); `workers` processes read the pages (0: one per CPU core;
+  1, or a short document: the calling process; ingest.page_pool). The result does not depend on it.
 Raises IngestInputError(kind, message) for bad input: kind in
   {"not_pdf", "encrypted", "corrupt", "no_monographs"}.
 
@@ -26,6 +27,8 @@ import pymupdf
 from ingest.chunk import chunk_monograph
 from ingest.diagnose import GateDiagnosis, diagnose
 from ingest.gates import Gate, compute_gates
+from ingest.gc_pause import gc_paused
+from ingest.page_pool import PagePool, PdfFile, resolve_workers
 from ingest.parse import PageError, parse_document
 from ingest.running import DEFAULT_MARKS
 from ingest.segment import SegmentNotes, segment
@@ -115,10 +118,19 @@ def build_chunks(
     max_tokens: int = 800,
     progress: ProgressFn | None = None,
     marks: tuple[str, ...] = DEFAULT_MARKS,
+    workers: int = 0,
 ) -> BuildResult:
     vocab = vocabulary or load_vocabulary()
+    source = PdfFile.of(pdf_path)
     data = Path(pdf_path).read_bytes()
     sha = hashlib.sha256(data).hexdigest()
+    pool = PagePool(source, resolve_workers(workers) if source.unchanged() else 1)
+    with gc_paused():
+        return _build(data, sha, vocab, max_tokens, progress, marks, pool)
+
+
+def _build(data: bytes, sha: str, vocab: Vocabulary, max_tokens: int, progress: ProgressFn | None,
+           marks: tuple[str, ...], pool: PagePool) -> BuildResult:
     document_id = sha[:16]
 
     def report(stage: str, done: int, total: int, message: str = "") -> None:
@@ -130,10 +142,10 @@ def build_chunks(
         pages = doc.page_count
         report("parse", 0, pages, "reading pages")
         try:
-            parsed = parse_document(doc, marks, lambda done, total: report("parse", done, total, ""))
+            parsed = parse_document(doc, marks, lambda done, total: report("parse", done, total, ""), pool)
         except PageError as exc:
             raise IngestInputError("corrupt", f"page {exc.page} of the PDF cannot be read: {exc}") from exc
-        warnings = pymupdf.TOOLS.mupdf_warnings()
+        warnings = "\n".join([pymupdf.TOOLS.mupdf_warnings(), *pool.warnings]).strip()
         if any(marker in warnings for marker in _DAMAGE):
             raise IngestInputError("corrupt", "parts of the PDF's page content cannot be loaded: "
                                               + warnings.splitlines()[0])

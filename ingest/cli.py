@@ -75,6 +75,10 @@ def summary_table(outcome: Any) -> Table:
     table.add_row(
         "embeddings computed / cached", f"{outcome.embeddings_computed} / {outcome.embeddings_cached}"
     )
+    table.add_row("embedding rate", _rate(outcome))
+    estimate = getattr(outcome, "estimate", None)
+    if estimate is not None:
+        table.add_row(f"full book estimate ({estimate.monographs} monographs)", _estimate(estimate))
     for stage, millis in outcome.timings:
         table.add_row(f"time {stage}", f"{millis / 1000:.2f} s")
     if outcome.manifest is not None:
@@ -83,6 +87,25 @@ def summary_table(outcome: Any) -> Table:
         table.add_row("embedding model", f"{outcome.manifest.embedding_model} ({outcome.manifest.dims} dims)")
     table.add_row("switched", "[green]yes" if outcome.switched else "no")
     return table
+
+
+def _rate(outcome: Any) -> str:
+    """Texts embedded per second in this run, and the batches in flight; '-' when nothing was embedded."""
+    rate = getattr(outcome, "embed_rate", None)
+    if not rate:
+        return "- (nothing embedded in this run)"
+    concurrency = getattr(outcome, "embed_concurrency", 0)
+    return f"{rate:.2f} chunks/s" + (f" ({concurrency} batches at once)" if concurrency > 1 else "")
+
+
+def _estimate(estimate: Any) -> str:
+    from ingest.estimate import duration
+
+    if not estimate.available:
+        return str(estimate.note)
+    return (f"~{estimate.chunks} chunks, ~{estimate.pages} pages: parse {duration(estimate.parse_seconds)} "
+            f"+ embed {duration(estimate.embed_seconds)} with {estimate.embedding_model} = "
+            f"{duration(estimate.total_seconds)} ({estimate.note})")
 
 
 def print_diagnostics(diagnostics: list[Any], console: Console) -> None:

@@ -7,6 +7,7 @@ interrupt before the switch leaves the previous generation (and its manifest) in
 
 from __future__ import annotations
 
+import functools
 import importlib
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import Any
 
 from ingest.calibrate import indication_dense_floor
 from ingest.embed_cache import embed_cached
+from ingest.estimate import FullBookEstimate, estimate_full_book
 from ingest.load import load_generation as _load_generation
 from ingest.load import make_manifest, sparse_vectors
 from rag_server.config import Settings
@@ -59,10 +61,30 @@ class IngestOutcome:
     switched: bool = False
     timings: list[tuple[str, float]] = field(default_factory=list)  # (stage, milliseconds)
     message: str = ""
+    build_seconds: float = 0.0  # PDF -> chunks + gates (parse, segment, chunk, gates)
+    embed_seconds: float = 0.0  # computing the embeddings not in the cache
+    embed_concurrency: int = 0  # embedding batches allowed in flight at once
+    embedding_model: str = ""
+    book_monographs: int = 0  # monographs in the full book (RAG_FULL_BOOK_MONOGRAPHS), for `estimate`
 
     @property
     def failed_gates(self) -> list[Any]:
         return [g for g in self.gates if g.count]
+
+    @property
+    def embed_rate(self) -> float | None:
+        """Texts embedded per second in this run (cache hits excluded); None when none were."""
+        if self.embeddings_computed and self.embed_seconds > 0:
+            return self.embeddings_computed / self.embed_seconds
+        return None
+
+    @property
+    def estimate(self) -> FullBookEstimate:
+        """The full book with the configured embedder, from this run's rates (ingest.estimate)."""
+        return estimate_full_book(
+            self.book_monographs, pages=self.pages, monographs=self.monograph_count, chunks=self.chunk_count,
+            build_seconds=self.build_seconds, embedded=self.embeddings_computed,
+            embed_seconds=self.embed_seconds, embedding_model=self.embedding_model)
 
 
 class _StageClock:
@@ -87,10 +109,16 @@ class _StageClock:
             self.stage = None
 
 
-def _default_build() -> BuildFn:
+def _default_build(settings: Settings) -> BuildFn:
     # ingest.build.build_chunks is implemented alongside; resolved at call time
     fn: BuildFn = importlib.import_module("ingest.build").build_chunks
-    return fn
+    return functools.partial(fn, workers=settings.ingest_workers)
+
+
+def embed_concurrency(settings: Settings, embedder: Embedder) -> int:
+    """Embedding batches in flight at once: RAG_EMBED_CONCURRENCY, or (0) the embedder's own choice
+    (`concurrent_batches`: 1 for the offline engine, which already uses every core in one call)."""
+    return settings.embed_concurrency or max(1, int(getattr(embedder, "concurrent_batches", 1)))
 
 
 def run_ingest(
@@ -108,7 +136,8 @@ def run_ingest(
 ) -> IngestOutcome:
     """Ingest one PDF. Raises ingest.build.IngestInputError for bad input, GateFailure for failed
     gates, and whatever stopped the load otherwise; in every such case nothing was switched."""
-    outcome = IngestOutcome(pdf_path=str(pdf_path))
+    outcome = IngestOutcome(pdf_path=str(pdf_path), embedding_model=embedder.model,
+                            book_monographs=settings.full_book_monographs)
     clock = _StageClock(outcome, progress)
     try:
         return _run(
@@ -118,7 +147,7 @@ def run_ingest(
             embedder,
             outcome,
             clock,
-            build or _default_build(),
+            build or _default_build(settings),
             embed_only=embed_only,
             resume=resume,
             check_only=check_only,
@@ -142,7 +171,9 @@ def _run(
     check_only: bool,
     allow_gate_failures: bool,
 ) -> IngestOutcome:
+    started = time.perf_counter()
     result = build(Path(pdf_path), max_tokens=settings.chunk_max_tokens, progress=clock)
+    outcome.build_seconds = time.perf_counter() - started
     chunks = list(result.chunks)
     outcome.document_id, outcome.pdf_sha256, outcome.pages = (
         result.document_id,
@@ -172,8 +203,17 @@ def _run(
         outcome.message = f"{gate_note}; not loaded (pass allow_gate_failures to override)"
         raise GateFailure(outcome.message, outcome)
 
+    concurrency = embed_concurrency(settings, embedder)
+    outcome.embed_concurrency = concurrency
+    first: list[tuple[int, float]] = []  # the first event: the cache's hits, and when computing began
+
     def embed_progress(done: int, total: int) -> None:
-        clock("embed", done, total, f"{embedder.model}")
+        if not first:
+            first.append((done, time.perf_counter()))
+        computed, elapsed = done - first[0][0], time.perf_counter() - first[0][1]
+        rate = f"{computed / elapsed:.1f} chunks/s, " if computed and elapsed > 0 else ""
+        # the rate first: the CLI shows the first 48 characters
+        clock("embed", done, total, f"{rate}{concurrency} at once, {embedder.model}")
 
     dense, stats = embed_cached(
         embedder,
@@ -183,11 +223,15 @@ def _run(
         batch_size=settings.embed_batch_size,
         resume=resume,
         progress=embed_progress,
+        concurrency=concurrency,
     )
     outcome.embeddings_computed, outcome.embeddings_cached = stats.computed, stats.cached
+    outcome.embed_seconds = stats.seconds
+    rate = f"; {stats.rate:.1f} chunks/s embedded" if stats.rate else ""
     if embed_only:
         outcome.message = (
-            f"embeddings ready ({stats.computed} computed, {stats.cached} cached); embed-only: not loaded"
+            f"embeddings ready ({stats.computed} computed, {stats.cached} cached{rate}); "
+            "embed-only: not loaded"
         )
         return outcome
     sparse = sparse_vectors(chunks, clock, cache_root=settings.cache_dir / "sparse" if resume else None)
@@ -218,5 +262,7 @@ def _run(
         progress=clock,
     )
     outcome.switched = True
-    outcome.message = f"serving generation {outcome.manifest.generation}: {len(chunks)} chunks; {gate_note}"
+    outcome.message = (
+        f"serving generation {outcome.manifest.generation}: {len(chunks)} chunks; {gate_note}{rate}"
+    )
     return outcome

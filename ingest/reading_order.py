@@ -151,11 +151,18 @@ def group_rows(lines: list[TextLine]) -> list[TextLine]:
     return [row[0] if len(row) == 1 else merge_row(row) for row in rows]
 
 
-def order_lines(lines: list[TextLine], page_width: float | None = None) -> tuple[list[TextLine], int]:
-    """Lines of one page in reading order, and the number of columns found (1 or 2)."""
+_FIND = object()
+
+
+def order_lines(lines: list[TextLine], page_width: float | None = None,
+                gutter: object = _FIND) -> tuple[list[TextLine], int]:
+    """Lines of one page in reading order, and the number of columns found (1 or 2). `gutter`: what
+    `find_gutter(lines, page_width)` returns, when the caller has it already."""
     if not lines:
         return [], 1
-    gutter = find_gutter(lines, page_width)
+    if gutter is _FIND:
+        gutter = find_gutter(lines, page_width)
+    assert gutter is None or isinstance(gutter, float)
     if gutter is None:
         for line in lines:
             line.column = 0

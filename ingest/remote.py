@@ -19,6 +19,8 @@ import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from ingest.estimate import FullBookEstimate
+from rag_server.client_channel import call_metadata, open_blocking_channel
 from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
 
 UPLOAD_PART_BYTES = 1024 * 1024
@@ -84,6 +86,12 @@ def is_bad_input(error: grpc.RpcError) -> bool:
 def outcome_from_summary(summary: ingestion_pb2.IngestSummary) -> Any:
     """The summary in the shape ingest.cli.summary_table prints."""
     manifest = summary.manifest if summary.HasField("manifest") else None
+    estimate = None
+    if summary.HasField("full_book_estimate"):
+        e = summary.full_book_estimate
+        estimate = FullBookEstimate(
+            monographs=e.monographs, available=e.available, note=e.note, pages=e.pages, chunks=e.chunks,
+            parse_seconds=e.parse_seconds, embed_seconds=e.embed_seconds, embedding_model=e.embedding_model)
     return SimpleNamespace(
         document_id=summary.document_id,
         pages=summary.pages,
@@ -100,6 +108,9 @@ def outcome_from_summary(summary: ingestion_pb2.IngestSummary) -> Any:
         manifest=manifest,
         switched=summary.switched,
         message=summary.message,
+        embed_rate=summary.embed_chunks_per_second or None,
+        embed_concurrency=summary.embed_concurrency,
+        estimate=estimate,
     )
 
 
@@ -115,12 +126,12 @@ def ingest_via_server(
     timeout_s: float = 6 * 3600,
 ) -> ingestion_pb2.IngestSummary:
     """Upload then ingest through the running server; raises grpc.RpcError on refusal."""
-    with grpc.insecure_channel(
-        target, options=[("grpc.max_send_message_length", 4 * UPLOAD_PART_BYTES)]
-    ) as channel:
+    options = [("grpc.max_send_message_length", 4 * UPLOAD_PART_BYTES)]
+    metadata = call_metadata()  # $RAG_API_KEY (an `ingest` scope), TLS when $RAG_CLIENT_CA is set
+    with open_blocking_channel(target, options) as channel:
         stub = ingestion_pb2_grpc.IngestionServiceStub(channel)
         progress("upload", 0, 1, pdf.name)
-        uploaded = stub.UploadDocument(_parts(pdf), timeout=600)
+        uploaded = stub.UploadDocument(_parts(pdf), timeout=600, metadata=metadata)
         progress("upload", 1, 1, f"{uploaded.size_bytes} bytes")
         request = ingestion_pb2.IngestRequest(
             path=uploaded.path,
@@ -130,7 +141,7 @@ def ingest_via_server(
             allow_gate_failures=allow_gate_failures,
         )
         summary: ingestion_pb2.IngestSummary | None = None
-        for event in stub.Ingest(request, timeout=timeout_s):
+        for event in stub.Ingest(request, timeout=timeout_s, metadata=metadata):
             if event.HasField("progress"):
                 p = event.progress
                 progress(p.stage, p.done, p.total, p.message)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import statistics
+import weakref
 from dataclasses import dataclass, field
 
 from ingest.layout import ParsedDocument, Span, TableRegion, TextLine
@@ -91,14 +92,28 @@ class Monograph:
         return next((s for s in self.sections if s.key == key), None)
 
 
+_KEYS: tuple[weakref.ref[Vocabulary], dict[str, str | None]] | None = None  # the last vocabulary's lookups
+_KEYS_KEPT = 200_000  # lookups remembered (a book has many distinct lines; the cache restarts past this)
+
+
 def _key(vocab: Vocabulary, text: str) -> str | None:
     """Section key of a printed heading; a numbered heading ("3. CHỈ ĐỊNH", "IV) Thận trọng") is looked up
-    without its number."""
+    without its number. Remembered per text: segmentation asks about the same line several times."""
+    global _KEYS
+    entry = _KEYS
+    if entry is None or entry[0]() is not vocab:
+        entry = _KEYS = (weakref.ref(vocab), {})
+    known = entry[1]
+    if text in known:
+        return known[text]
     key = vocab.heading_key(text)
     if key is None:
         m = _ENUM.match(text)
         if m:
             key = vocab.heading_key(text[m.end():])
+    if len(known) >= _KEYS_KEPT:
+        known.clear()
+    known[text] = key
     return key
 
 
@@ -199,13 +214,14 @@ def _context(doc: ParsedDocument, vocab: Vocabulary) -> _Ctx:
     for i, ln in enumerate(lines):
         prev = lines[i - 1] if i > 0 else None
         size = max(ln.size, 1.0)
-        ended = prev is None or prev.text.rstrip().endswith(_TERMINAL) or bool(prev.table_id)
+        prev_text = prev.text.rstrip() if prev is not None else ""
+        ended = prev is None or prev_text.endswith(_TERMINAL) or bool(prev.table_id)
         same = prev_same[i]
         gap_break = same is not None and (ln.y0 - same.y1) > typical + 0.3 * size
         short_prev = prev is not None and ended and \
             prev.x1 < col_right.get((prev.page, prev.column), prev.x1) - 2.5 * size
         bullet = bool(_BULLET.match(ln.text))
-        finished = prev is None or prev.text.rstrip().endswith(_SENTENCE_END) or bool(prev.table_id)
+        finished = prev is None or prev_text.endswith(_SENTENCE_END) or bool(prev.table_id)
         para.append(prev is None or gap_break or short_prev or bullet or bool(ln.table_id)
                     or (same is None and finished))
         block.append(prev is None or gap_break or ended or prev.all_bold)
@@ -223,6 +239,11 @@ class _Run:
 
 
 def _runs(line: TextLine) -> list[_Run]:
+    """Runs of styled (bold or italic) and plain text of a line (read-only: computed once per line)."""
+    return line.derived("segment_runs", _line_runs)
+
+
+def _line_runs(line: TextLine) -> list[_Run]:
     runs: list[_Run] = []
     pos = 0
     for span in line.spans:
@@ -321,6 +342,8 @@ def _bare_heading_text(text: str) -> bool:
 
 
 def _upper_title(line: TextLine, body_size: float, vocab: Vocabulary, strict: bool = True) -> bool:
+    if not (line.all_bold or line.size >= 1.12 * body_size):  # (tested first: cheap, and most lines fail)
+        return False
     text = line.text.strip()
     if not text or len(text) > 90 or text.endswith((":", ",")) or line.table_id:
         return False
@@ -328,9 +351,7 @@ def _upper_title(line: TextLine, body_size: float, vocab: Vocabulary, strict: bo
     letters = [c for c in main if c.isalpha()]
     if strict and len(letters) < 3:
         return False
-    if any(c.islower() for c in letters) or _key(vocab, text) is not None:
-        return False
-    return line.all_bold or line.size >= 1.12 * body_size
+    return not any(c.islower() for c in letters) and _key(vocab, text) is None
 
 
 def _continuation(prev: TextLine, line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
@@ -352,15 +373,15 @@ def _is_heading_line(line: TextLine, vocab: Vocabulary) -> bool:
 def _display_title(line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
     """A mixed-case title ("Paracetamol (Acetaminophen)"): short, capitalised, bold or larger than body
     text, no sentence punctuation, not a heading. Only an identity line right below confirms it."""
+    if not (line.all_bold or line.size >= 1.12 * body_size):  # (tested first: cheap, and most lines fail)
+        return False
     text = line.text.strip()
     if not text or len(text) > 60 or line.table_id or text.endswith((".", ":", ";", ",", "!", "?")):
         return False
     main, _ = split_title(text)
     if not main[:1].isupper() or len(main.split()) > 5 or any(c.isdigit() for c in main):
         return False
-    if _key(vocab, text) is not None or _BULLET.match(text):
-        return False
-    return line.all_bold or line.size >= 1.12 * body_size
+    return _key(vocab, text) is None and not _BULLET.match(text)
 
 
 def _alias_line(prev: TextLine, line: TextLine) -> bool:
@@ -484,6 +505,8 @@ def running_names(ctx: _Ctx, found: list[_Title], notes: SegmentNotes | None = N
 
 
 def _terminator(line: TextLine, body_size: float, vocab: Vocabulary) -> bool:
+    if line.size < 1.25 * body_size:  # (tested first: cheap, and most lines fail)
+        return False
     text = line.text.strip()
     letters = [c for c in text if c.isalpha()]
     return (len(letters) >= 3 and not any(c.islower() for c in letters)
@@ -502,10 +525,7 @@ class _Builder:
         self.tables = tables
         self.current: Section | None = None
         self.fresh = False  # next text piece starts the section
-
-    @property
-    def identity_zone(self) -> bool:
-        return all(s.key in self.identity for s in self.m.sections)
+        self.identity_zone = all(s.key in identity for s in monograph.sections)  # only identity sections yet
 
     def heading(self, key: str, printed: str, page: int) -> bool:
         if self.notes is not None:
@@ -516,6 +536,7 @@ class _Builder:
             return False
         self.current = Section(key=key, heading=printed, page=page)
         self.m.sections.append(self.current)
+        self.identity_zone = self.identity_zone and key in self.identity
         self.fresh = True
         return True
 

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ingest.layout import BBox, TableRegion, TextLine
 
@@ -56,8 +57,9 @@ JUSTIFIED = 0.6  # share of rows set edge to edge with even gaps that makes a ru
 ALIGNED = 0.6  # share of a column's cells that start (or end) at its edge, in an unruled table
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
+    """A word (or a line piece) with its box: a named tuple, as there are many."""
+
     text: str
     bbox: BBox
     size: float
@@ -403,11 +405,16 @@ def _extend(rows: list[list[Token]], outward: list[list[Token]], downward: bool,
     return taken if len(taken) == len(outward) else []
 
 
+def body_rules(rules: Sequence[Segment], body: tuple[float, float]) -> list[Segment]:
+    """The rules inside `body` (the y-range of the body text): a header or footer rule seeds no table."""
+    return [r for r in merge_rules(rules) if body[0] - BODY_SLACK <= r[1] <= body[1] + BODY_SLACK]
+
+
 def ruled_tables(tokens: Sequence[Token], rules: Sequence[Segment], gutter: float | None,
                  body: tuple[float, float]) -> list[TextTable]:
     """Tables marked by horizontal rules only. `tokens`: the words of the page (pieces if no words);
     `body`: the y-range of the body text (rules outside it, a header or footer rule, seed nothing)."""
-    usable = [r for r in merge_rules(rules) if body[0] - BODY_SLACK <= r[1] <= body[1] + BODY_SLACK]
+    usable = body_rules(rules, body)
     tables: list[TextTable] = []
     for group in rule_groups(usable, _em(tokens)):
         x0, x1 = min(r[0] for r in group), max(r[2] for r in group)
@@ -633,15 +640,21 @@ class PageTables:
     carry: Layout | None  # an unruled table broken at the end of the page
 
 
-def find_text_tables(page: int, lines: Sequence[TextLine], words: Sequence[Token], rules: Sequence[Segment],
+Words = Sequence[Token] | Callable[[], Sequence[Token]]  # the page's words, or how to read them
+
+
+def find_text_tables(page: int, lines: Sequence[TextLine], words: Words, rules: Sequence[Segment],
                      gutter: float | None, carry: Layout | None = None) -> PageTables:
     """Horizontal-rule and unruled tables of one page (lines: the body, furniture and grid tables removed),
-    and the layout of an unruled table broken at the end of the page (`carry` in: the previous page's)."""
+    and the layout of an unruled table broken at the end of the page (`carry` in: the previous page's).
+    `words` may be a function: it is called only when a rule lies in the body (else nothing needs words)."""
     if not lines:
         return PageTables([], [], None)
     body = (min(ln.y0 for ln in lines), max(ln.y1 for ln in lines))
-    tokens = list(words) if words else tokens_of(lines)
-    found = ruled_tables(tokens, rules, gutter, body)
+    found: list[TextTable] = []
+    if body_rules(rules, body):
+        given = words() if callable(words) else words
+        found = ruled_tables(list(given) if given else tokens_of(lines), rules, gutter, body)
     rest = [ln for ln in lines if not any(_centre_in(ln, t.bbox) for t in found)]
     unruled = unruled_tables(rest, gutter, carry)
     found += [t for t in unruled.tables if not any(_overlap(t.bbox, f.bbox) for f in found)]

@@ -21,6 +21,7 @@ from rag_server.vocabulary.language import Language, load_language
 from rag_server.vocabulary.sections import Vocabulary
 
 if TYPE_CHECKING:
+    from rag_server.answer.factory import AnswerParts
     from rag_server.persistence.recorder import TraceRecorder
     from rag_server.providers.base import Embedder, Reranker
     from rag_server.store.base import Store
@@ -37,6 +38,7 @@ class App:
     reranker: Reranker | None = None
     traces: TraceRecorder | None = None  # set when RAG_DATABASE_URL is set and the database answered
     executor: ThreadPoolExecutor | None = None  # the worker pool of blocking call work (RAG_MAX_WORKERS)
+    answers: AnswerParts | None = None  # understander, generator, judge, memory of AnswerService/Ask
     _retriever: Retriever | None = field(default=None, repr=False)
     _building: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -67,6 +69,10 @@ class App:
 
             # Fail-open: an unreachable database logs a warning and leaves self.traces None.
             self.traces = await open_recorder(dsn, generation=self.served_generation)
+        if self.answers is None:
+            from rag_server.answer.factory import build_answer_parts
+
+            self.answers = build_answer_parts(self.settings, self.language, self.traces)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self.executor, self.refresh)
         # Models the first requests would otherwise load, in the background (serving starts now).

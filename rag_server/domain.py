@@ -87,6 +87,8 @@ class Reason(IntEnum):
     SECTION_NOT_FOUND = 23
     CORPUS_NOT_LOADED = 24
     SMALLTALK = 25
+    EMERGENCY = 26
+    HARMFUL_REQUEST = 27
 
 
 @dataclass(frozen=True)

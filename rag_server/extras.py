@@ -1,10 +1,11 @@
 """Optional provider SDKs are package extras; choosing a provider whose extra is missing fails at start with
 one line naming the extra (`MissingExtra`), never with an ImportError deep inside a request.
 
-    cohere    RAG_EMBEDDER=cohere or RAG_RERANKER=cohere        (cohere SDK)
-    bedrock   RAG_EMBEDDER=bedrock                              (boto3)
-    postgres  RAG_DATABASE_URL set, `rag-server migrate`        (asyncpg)
-    qdrant    RAG_STORE=qdrant                                  (qdrant-client)
+    cohere    RAG_EMBEDDER, RAG_RERANKER or RAG_GENERATOR=cohere                   (cohere SDK)
+    bedrock   RAG_EMBEDDER, RAG_UNDERSTANDER, RAG_GENERATOR or RAG_JUDGE=bedrock   (boto3)
+    postgres  RAG_DATABASE_URL set, `rag-server migrate`                          (asyncpg)
+    qdrant    RAG_STORE=qdrant                                                    (qdrant-client)
+    otel      RAG_OTEL=true                                                       (opentelemetry-sdk)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class Extra(StrEnum):
     BEDROCK = "bedrock"
     POSTGRES = "postgres"
     QDRANT = "qdrant"
+    OTEL = "otel"
 
 
 MODULE_OF: dict[Extra, str] = {
@@ -27,6 +29,7 @@ MODULE_OF: dict[Extra, str] = {
     Extra.BEDROCK: "boto3",
     Extra.POSTGRES: "asyncpg",
     Extra.QDRANT: "qdrant_client",
+    Extra.OTEL: "opentelemetry.instrumentation.grpc",
 }
 
 
@@ -53,12 +56,22 @@ def needed(settings: Settings) -> list[tuple[Extra, str]]:
         out.append((Extra.COHERE, "RAG_EMBEDDER=cohere"))
     if settings.reranker == "cohere":
         out.append((Extra.COHERE, "RAG_RERANKER=cohere"))
+    if settings.generator == "cohere":
+        out.append((Extra.COHERE, "RAG_GENERATOR=cohere"))
     if settings.embedder == "bedrock":
         out.append((Extra.BEDROCK, "RAG_EMBEDDER=bedrock"))
+    if settings.understander == "bedrock":
+        out.append((Extra.BEDROCK, "RAG_UNDERSTANDER=bedrock"))
+    if settings.generator == "bedrock":
+        out.append((Extra.BEDROCK, "RAG_GENERATOR=bedrock"))
+    if settings.judge == "bedrock":
+        out.append((Extra.BEDROCK, "RAG_JUDGE=bedrock"))
     if settings.store == "qdrant":
         out.append((Extra.QDRANT, "RAG_STORE=qdrant"))
     if settings.database_url is not None and settings.database_url.get_secret_value():
         out.append((Extra.POSTGRES, "RAG_DATABASE_URL"))
+    if settings.otel:
+        out.append((Extra.OTEL, "RAG_OTEL=true"))
     return out
 
 

@@ -36,6 +36,11 @@ REASON_MESSAGES: dict[Reason, str] = {
     Reason.SECTION_NOT_FOUND: "Chuyên luận của thuốc này không có mục được hỏi.",
     Reason.CORPUS_NOT_LOADED: "Chưa nạp dữ liệu Dược thư vào hệ thống.",
     Reason.SMALLTALK: "Xin chào! Hãy hỏi về một thuốc trong Dược thư Quốc gia.",
+    Reason.EMERGENCY: (
+        "Đây có thể là tình huống khẩn cấp: hãy gọi cấp cứu 115 hoặc đến cơ sở y tế gần nhất ngay, "
+        "mang theo vỏ thuốc. Không chờ câu trả lời từ hệ thống."
+    ),
+    Reason.HARMFUL_REQUEST: "Không thể hỗ trợ yêu cầu có thể gây hại cho người khác.",
 }
 
 _KIND_OF: dict[Reason, DecisionKind] = {

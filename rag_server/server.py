@@ -23,10 +23,10 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
+from rag_server.api import reflection
 from rag_server.api.answer import AnswerServicer
-from rag_server.api.calls import Lifecycle, Registrar
+from rag_server.api.calls import Lifecycle, Plumbing, Registrar
 from rag_server.api.health import HealthServicer
 from rag_server.api.ingestion import IngestionServicer
 from rag_server.api.retrieval import RetrievalServicer
@@ -43,6 +43,8 @@ from rag_server.gen.rag.v1 import (
     understanding_pb2,
     understanding_pb2_grpc,
 )
+from rag_server.observability import Observability
+from rag_server.security import setup as security
 
 log = logging.getLogger("rag_server.server")
 
@@ -64,6 +66,7 @@ class RunningServer:
     app: App
     port: int
     lifecycle: Lifecycle
+    observability: Observability | None = None  # metrics endpoint and tracing of this server
 
     async def stop(self, grace: float | None = None) -> None:
         """Health NOT_SERVING first, then let accepted calls finish within the grace period."""
@@ -79,43 +82,57 @@ class RunningServer:
         if not idle:
             log.warning("grace period over, %d call(s) in flight: cancelling", self.lifecycle.in_flight)
         await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)
+        if self.observability is not None:
+            self.observability.close()
         await self.app.close()
 
 
 async def start_server(settings: Settings, app: App | None = None) -> RunningServer:
+    tls = security.credentials(settings)  # RAG_TLS_*: read (or refused) before anything starts
     app = app or App(settings)
+    observability = Observability(settings)  # RAG_METRICS_PORT, RAG_OTEL (MissingExtra without the extra)
+    await observability.before_start(app)  # times the embedder and store the app builds on
     await app.start()
+    observability.after_start(app)  # the reranker's provider and the Ask parts
     max_bytes = settings.max_message_mb * 1024 * 1024
     lifecycle = Lifecycle()
     server = grpc.aio.server(
+        interceptors=observability.interceptors or None,  # an OpenTelemetry server span per call
         options=[
             ("grpc.max_receive_message_length", max_bytes),
             ("grpc.max_send_message_length", max_bytes),
             ("grpc.so_reuseport", 0),
         ],
     )
-    registrar: Any = Registrar(server, lifecycle)  # every handler wrapped once (api/calls.py)
+    plumbing = Plumbing(lifecycle)  # gates (auth, limits) and observers (metrics) join it here
+    plumbing.gates.extend(security.gates_for(settings))  # API keys, rate limit, Ask stream cap
+    plumbing.observers.extend(observability.observers(lifecycle))  # RPC metrics, span attributes
+    registrar: Any = Registrar(server, plumbing)  # every handler wrapped once (api/calls.py)
     understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), registrar)
     retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), registrar)
     answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), registrar)
-    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(IngestionServicer(app), registrar)
+    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(IngestionServicer(
+        app, progress=observability.ingest_progress), registrar)
 
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
-    reflection.enable_server_reflection(
+    reflection.enable(
         (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         registrar,
     )
-    port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+    port = security.bind(server, settings, tls)  # TLS / mutual TLS when RAG_TLS_CERT is set
     if port == 0:
         raise RuntimeError(f"could not bind {settings.host}:{settings.port}")
+    observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics
     await server.start()
     serving = health_pb2.HealthCheckResponse.SERVING
     for name in SERVICE_NAMES:
         await health.set(name, serving)
     await health.set("", serving)
     log.info("rag-server listening on %s:%d", settings.host, port)
-    return RunningServer(server=server, health=health, app=app, port=port, lifecycle=lifecycle)
+    log.info("%s", security.describe_access(settings, port))
+    return RunningServer(server=server, health=health, app=app, port=port, lifecycle=lifecycle,
+                         observability=observability)
 
 
 async def serve(settings: Settings) -> None:

@@ -4,9 +4,11 @@
 //   node clients/node/client.js [target]                       # ListDrugs, then Retrieve on the first drug
 //   node clients/node/client.js [target] retrieve <query>      # Retrieve by free text
 //   node clients/node/client.js [target] retrieve <drug_id> <section_key>
-//   node clients/node/client.js [target] list-drugs | corpus | health
+//   node clients/node/client.js [target] list-drugs | corpus | indication <condition>
+//   node clients/node/client.js [target] ask <question> [conversation_id]   # one JSON line per streamed event
 //
 // target: argv[2] when it looks like host:port, else $RAG_TARGET, else 127.0.0.1:50051.
+// $RAG_API_KEY, when set, is sent on every call as `authorization: Bearer <key>`.
 // Prints one JSON document per call on stdout; on a gRPC error prints {"error": {...}} and exits 1.
 // Dependencies resolve from clients/node/node_modules (npm install here) or tools/node/node_modules.
 'use strict';
@@ -44,20 +46,48 @@ function loadPackage() {
 }
 
 class FormularyClient {
-  constructor(target, { timeoutMs = 30000 } = {}) {
+  constructor(target, { timeoutMs = 30000, apiKey = '' } = {}) {
     const rag = loadPackage();
     const creds = grpc.credentials.createInsecure();
     this.timeoutMs = timeoutMs;
+    this.apiKey = apiKey;
     this.retrieval = new rag.RetrievalService(target, creds);
     this.understanding = new rag.UnderstandingService(target, creds);
     this.ingestion = new rag.IngestionService(target, creds);
+    this.answer = new rag.AnswerService(target, creds);
     this.lastCorrelationId = '';
   }
 
-  _unary(stub, method, request, correlationId) {
+  _metadata(correlationId) {
     const metadata = new grpc.Metadata();
     const sent = correlationId || crypto.randomUUID().replace(/-/g, '');
     metadata.set(CORRELATION_HEADER, sent);
+    if (this.apiKey) metadata.set('authorization', `Bearer ${this.apiKey}`);
+    return { metadata, sent };
+  }
+
+  // Ask streams progress events, the verified answer blocks, then one final message: an async iterator of
+  // {progress} | {block} | {final} objects. The correlation id comes in the stream's headers.
+  async *ask(query, { conversationId = '', correlationId } = {}) {
+    const { metadata, sent } = this._metadata(correlationId);
+    this.lastCorrelationId = sent;
+    const deadline = new Date(Date.now() + this.timeoutMs);
+    const call = this.answer.Ask({ query, conversation_id: conversationId }, metadata, { deadline });
+    call.on('metadata', (md) => {
+      const echoed = md.get(CORRELATION_HEADER);
+      if (echoed.length) this.lastCorrelationId = String(echoed[0]);
+    });
+    try {
+      for await (const event of call) {
+        yield { [event.event]: event[event.event] };
+      }
+    } catch (err) {
+      throw Object.assign(err, { correlationId: this.lastCorrelationId });
+    }
+  }
+
+  _unary(stub, method, request, correlationId) {
+    const { metadata, sent } = this._metadata(correlationId);
     this.lastCorrelationId = '';
     const deadline = new Date(Date.now() + this.timeoutMs);
     // The server echoes the id in the trailers (they arrive with the status): settle once both the reply
@@ -107,7 +137,7 @@ class FormularyClient {
   }
 
   close() {
-    for (const stub of [this.retrieval, this.understanding, this.ingestion]) stub.close();
+    for (const stub of [this.retrieval, this.understanding, this.ingestion, this.answer]) stub.close();
   }
 }
 
@@ -173,7 +203,7 @@ async function main(argv) {
     args = args.slice(1);
   }
   const command = args[0] || 'example';
-  const client = new FormularyClient(target);
+  const client = new FormularyClient(target, { apiKey: process.env.RAG_API_KEY || '' });
   const print = (label, value) =>
     process.stdout.write(JSON.stringify({ call: label, correlation_id: client.lastCorrelationId, result: value })
       + '\n');
@@ -194,6 +224,10 @@ async function main(argv) {
       print('GetCorpus', await client.getCorpus());
     } else if (command === 'indication') {
       print('LookupIndication', await client.lookupIndication(args[1] || ''));
+    } else if (command === 'ask') {
+      for await (const event of client.ask(args[1] || '', { conversationId: args[2] || '' })) {
+        print('Ask', event);
+      }
     } else {
       throw Object.assign(new Error(`unknown command ${command}`), { code: grpc.status.INVALID_ARGUMENT });
     }

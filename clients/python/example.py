@@ -1,7 +1,7 @@
 """Example: list the drugs, retrieve one section exactly, and show a rejected request.
 
 pip install ./clients/python; python clients/python/example.py [target]
-(default $RAG_TARGET or 127.0.0.1:50051)
+(default $RAG_TARGET or 127.0.0.1:50051; $RAG_API_KEY, when set, is sent on every call)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from google.protobuf.json_format import MessageToDict
 
 def main(argv: list[str]) -> int:
     target = argv[1] if len(argv) > 1 else os.environ.get("RAG_TARGET", "127.0.0.1:50051")
-    with FormularyClient(target) as client:
+    with FormularyClient(target, api_key=os.environ.get("RAG_API_KEY") or None) as client:
         try:
             corpus = client.get_corpus()
             print(f"corpus loaded={corpus.loaded} monographs={corpus.manifest.monograph_count}")

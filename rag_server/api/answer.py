@@ -1,16 +1,29 @@
-"""AnswerService: grounded answers streamed as verified blocks."""
+"""AnswerService: grounded answers streamed as verified blocks (answer/pipeline.py does the work; this
+converts its events to rag.v1 at the edge)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import grpc
 
-from rag_server.api.errors import unimplemented
+from rag_server.answer.pipeline import AskPipeline
+from rag_server.api import answer_convert
+from rag_server.api.calls import current_correlation_id
 from rag_server.api.validation import Violations
+from rag_server.api.work import run_cheap_first
 from rag_server.app import App
 from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
+from rag_server.observability.hooks import note_decision, note_question
+from rag_server.observability.tracing import current_otel_trace_id
+from rag_server.persistence.traces import RetrievalTrace
+
+log = logging.getLogger("rag_server.api.answer")
+
+T = TypeVar("T")
 
 
 class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
@@ -20,12 +33,38 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
     async def Ask(
         self, request: answer_pb2.AskRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[answer_pb2.AskResponse]:
+        note_question(request.query)  # kept out of logs (RAG_LOG_QUESTIONS)
         v = Violations()
         v.check_query("query", request.query)
         v.check_conversation_id("conversation_id", request.conversation_id)
         v.raise_if_any()
-        raise unimplemented(
-            "grounded generation (generate -> grounding.verify -> entailment) is not built yet; "
-            "use RetrievalService/Retrieve for cited evidence"
+        parts = self.app.answers
+        assert parts is not None, "the app was not started"
+        executor = self.app.executor
+
+        async def run(fn: Callable[..., T], *args: Any) -> T:
+            return await run_cheap_first(context, executor, functools.partial(fn, *args))
+
+        pipeline = AskPipeline(
+            self.app.retriever(), self.app.language, parts.understander, parts.generator, parts.judge,
+            parts.memory, parts.config, run,
         )
-        yield answer_pb2.AskResponse()  # pragma: no cover - makes this an async generator
+        correlation_id = current_correlation_id()
+        async for event in pipeline.ask(request.query.strip(), request.conversation_id,
+                                        context.time_remaining()):
+            reply = answer_convert.event(event, correlation_id)
+            if reply.HasField("final"):
+                reply.final.otel_trace_id = current_otel_trace_id()  # "" unless RAG_OTEL
+                note_decision(reply.final.decision)  # counted by the metrics when the call ends
+                self._trace(request, reply.final, correlation_id)
+            yield reply
+
+    def _trace(self, request: answer_pb2.AskRequest, final: answer_pb2.AskFinal, correlation_id: str) -> None:
+        """One trace row per Ask, in the background (when a database is configured); never raises."""
+        recorder = self.app.traces
+        if recorder is None:
+            return
+        try:
+            recorder.record(RetrievalTrace.from_ask(request, final, correlation_id))
+        except Exception:
+            log.exception("ask trace not recorded (fail-open)")

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import logging
@@ -19,7 +20,8 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import grpc
 
@@ -29,6 +31,8 @@ from rag_server.retrieval.timing import WorkCancelled
 CORRELATION_HEADER = "x-correlation-id"
 CORRELATION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
+# Open to every caller, whatever the gates say: health checks and server reflection.
+OPEN_PREFIXES = (HEALTH_PREFIX, "/grpc.reflection.")
 SHUTTING_DOWN = "the server is shutting down; retry elsewhere"
 
 correlation_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="")
@@ -102,26 +106,71 @@ def _status_for(exc: BaseException) -> RequestError | None:
     return None
 
 
-def wrap_handler(
-    method: str, handler: grpc.RpcMethodHandler, lifecycle: Lifecycle
-) -> grpc.RpcMethodHandler:
-    """The handler of `method` inside the call plumbing (correlation id, status mapping, lifecycle); built
-    once per method at registration, so a call pays for one coroutine frame, not an interceptor chain."""
-    exempt = method.startswith(HEALTH_PREFIX)
+class Gate(Protocol):
+    """Decides whether a call may run (authentication, scopes, rate limits, stream caps)."""
 
-    async def start(context: grpc.aio.ServicerContext[Any, Any], streaming: bool = False) -> None:
+    def admit(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Callable[[], None] | None:
+        """Raise RequestError to refuse the call; return what to run when the call ends (or None)."""
+
+
+class Observer(Protocol):
+    """Sees every call end (metrics)."""
+
+    def finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None: ...
+
+
+@dataclass
+class Plumbing:
+    """What every call passes through: the lifecycle, the gates (in order), the observers. Health and
+    reflection skip the gates (they stay open) but are observed."""
+
+    lifecycle: Lifecycle
+    gates: list[Gate] = field(default_factory=list)
+    observers: list[Observer] = field(default_factory=list)
+
+
+def _code_of(exc: BaseException) -> grpc.StatusCode:
+    if isinstance(exc, asyncio.CancelledError):
+        return grpc.StatusCode.CANCELLED
+    error = _status_for(exc)
+    if error is not None:
+        return error.code
+    code = getattr(exc, "code", None)  # an abort: grpc's AbortError carries no code; the context has it
+    return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN
+
+
+def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing) -> grpc.RpcMethodHandler:
+    """The handler of `method` inside the call plumbing (correlation id, gates, status mapping, lifecycle,
+    observers); built once per method at registration, so a call pays for one coroutine frame, not an
+    interceptor chain."""
+    lifecycle = plumbing.lifecycle
+    open_method = method.startswith(OPEN_PREFIXES)
+
+    async def start(context: grpc.aio.ServicerContext[Any, Any], streaming: bool) -> list[Callable[[], None]]:
         cid, kept = resolve_correlation_id(context.invocation_metadata())
         correlation_id_var.set(cid)
         if not kept:
             log.debug("correlation id regenerated for %s", method)
         echo = ((CORRELATION_HEADER, cid),)
-        if lifecycle.draining and not exempt:
+        if lifecycle.draining and not method.startswith(HEALTH_PREFIX):
             await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, echo)
         # In the trailers of every reply (they travel with the status: no extra write); a stream also has it
         # in its headers, before the first message.
         context.set_trailing_metadata(echo)
+        releases: list[Callable[[], None]] = []
+        if not open_method:
+            try:
+                for gate in plumbing.gates:
+                    release = gate.admit(method, context)
+                    if release is not None:
+                        releases.append(release)
+            except BaseException:
+                for release in reversed(releases):
+                    release()
+                raise
         if streaming:
             await context.send_initial_metadata(echo)
+        return releases
 
     async def fail(context: grpc.aio.ServicerContext[Any, Any], exc: BaseException) -> None:
         error = _status_for(exc)
@@ -131,6 +180,32 @@ def wrap_handler(
         echo = ((CORRELATION_HEADER, correlation_id_var.get()),)
         await context.abort(status.code, status.details, (*status.trailing_metadata, *echo))
 
+    @contextlib.asynccontextmanager
+    async def call(
+        context: grpc.aio.ServicerContext[Any, Any], streaming: bool = False
+    ) -> AsyncIterator[None]:
+        lifecycle.enter()
+        began = time.perf_counter()
+        code = grpc.StatusCode.OK
+        releases: list[Callable[[], None]] = []
+        try:
+            releases = await start(context, streaming)
+            yield
+        except (RequestError, WorkCancelled) as err:
+            code = _code_of(err)
+            await fail(context, err)
+        except BaseException as exc:
+            code = _aborted_code(context) or _code_of(exc)
+            raise
+        finally:
+            for release in reversed(releases):
+                release()
+            lifecycle.leave()
+            if plumbing.observers:
+                seconds = time.perf_counter() - began
+                for observer in plumbing.observers:
+                    observer.finished(method, code, seconds)
+
     def rebuilt(behaviour: Any, factory: Callable[..., grpc.RpcMethodHandler]) -> grpc.RpcMethodHandler:
         return factory(behaviour, handler.request_deserializer, handler.response_serializer)
 
@@ -138,28 +213,16 @@ def wrap_handler(
         inner_uu = handler.unary_unary
 
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            lifecycle.enter()
-            try:
-                await start(context)
+            async with call(context):
                 return await inner_uu(request, context)
-            except (RequestError, WorkCancelled) as err:
-                await fail(context, err)
-            finally:
-                lifecycle.leave()
 
         return rebuilt(unary_unary, grpc.unary_unary_rpc_method_handler)
     if handler.unary_stream and not inspect.isasyncgenfunction(handler.unary_stream):
         inner_uw = handler.unary_stream  # writes with context.write() (e.g. grpc.health.v1 Watch)
 
         async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-            lifecycle.enter()
-            try:
-                await start(context, streaming=True)
+            async with call(context, streaming=True):
                 await inner_uw(request, context)
-            except (RequestError, WorkCancelled) as err:
-                await fail(context, err)
-            finally:
-                lifecycle.leave()
 
         return rebuilt(unary_stream_writer, grpc.unary_stream_rpc_method_handler)
     if handler.unary_stream:
@@ -168,45 +231,42 @@ def wrap_handler(
         async def unary_stream(
             request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
-            lifecycle.enter()
-            try:
-                await start(context, streaming=True)
+            async with call(context, streaming=True):
                 async for item in inner_us(request, context):
                     yield item
-            except (RequestError, WorkCancelled) as err:
-                await fail(context, err)
-            finally:
-                lifecycle.leave()
 
         return rebuilt(unary_stream, grpc.unary_stream_rpc_method_handler)
     if handler.stream_unary:
         inner_su = handler.stream_unary
 
         async def stream_unary(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            lifecycle.enter()
-            try:
-                await start(context)
+            async with call(context):
                 return await inner_su(requests, context)
-            except (RequestError, WorkCancelled) as err:
-                await fail(context, err)
-            finally:
-                lifecycle.leave()
 
         return rebuilt(stream_unary, grpc.stream_unary_rpc_method_handler)
-    return handler  # stream_stream: none in rag.v1 (reflection's is exempt from the plumbing)
+    return handler  # stream_stream: reflection only (open, and not observed)
+
+
+def _aborted_code(context: grpc.aio.ServicerContext[Any, Any]) -> grpc.StatusCode | None:
+    """The code a handler aborted with (context.abort raises, and the context keeps the code)."""
+    try:
+        code = context.code()
+    except Exception:
+        return None
+    return code if isinstance(code, grpc.StatusCode) and code != grpc.StatusCode.OK else None
 
 
 class _WrappedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
-    def __init__(self, inner: grpc.GenericRpcHandler, lifecycle: Lifecycle) -> None:
+    def __init__(self, inner: grpc.GenericRpcHandler, plumbing: Plumbing) -> None:
         self.inner = inner
-        self.lifecycle = lifecycle
+        self.plumbing = plumbing
         self.wrapped: dict[str, grpc.RpcMethodHandler | None] = {}
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = handler_call_details.method
         if method not in self.wrapped:
             handler = self.inner.service(handler_call_details)
-            self.wrapped[method] = wrap_handler(method, handler, self.lifecycle) if handler else None
+            self.wrapped[method] = wrap_handler(method, handler, self.plumbing) if handler else None
         return self.wrapped[method]
 
 
@@ -215,18 +275,18 @@ class Registrar:
     register their handlers: every handler is wrapped once (`wrap_handler`); everything else goes to the
     server. No interceptor runs per call."""
 
-    def __init__(self, server: grpc.aio.Server, lifecycle: Lifecycle) -> None:
+    def __init__(self, server: grpc.aio.Server, plumbing: Plumbing) -> None:
         self._server = server
-        self._lifecycle = lifecycle
+        self._plumbing = plumbing
 
     def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
-        self._server.add_generic_rpc_handlers([_WrappedGeneric(h, self._lifecycle) for h in handlers])
+        self._server.add_generic_rpc_handlers([_WrappedGeneric(h, self._plumbing) for h in handlers])
 
     def add_registered_method_handlers(
         self, service_name: str, method_handlers: dict[str, grpc.RpcMethodHandler]
     ) -> None:
         wrapped = {
-            name: wrap_handler(f"/{service_name}/{name}", handler, self._lifecycle)
+            name: wrap_handler(f"/{service_name}/{name}", handler, self._plumbing)
             for name, handler in method_handlers.items()
         }
         self._server.add_registered_method_handlers(service_name, wrapped)

@@ -9,8 +9,10 @@ from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.retrieval.results import (
     AssessmentResult,
+    CandidateResult,
     CandidateStatus,
     Facet,
+    IndicationCandidate,
     IndicationResult,
     RetrievalResult,
     Route,
@@ -174,47 +176,53 @@ def retrieve_response(result: RetrievalResult) -> rpb.RetrieveResponse:
     )
 
 
+def indication_candidate(c: IndicationCandidate) -> rpb.IndicationCandidate:
+    return rpb.IndicationCandidate(
+        drug_id=c.drug_id,
+        drug_name=c.drug_name,
+        score=c.score,
+        score_kind=_SCORE_KIND[c.score_kind],
+        evidence=evidence_list(c.evidence),
+    )
+
+
 def indication_response(result: IndicationResult) -> rpb.LookupIndicationResponse:
     return rpb.LookupIndicationResponse(
         decision=decision(result.decision),
-        candidates=[
-            rpb.IndicationCandidate(
-                drug_id=c.drug_id,
-                drug_name=c.drug_name,
-                score=c.score,
-                score_kind=_SCORE_KIND[c.score_kind],
-                evidence=evidence_list(c.evidence),
-            )
-            for c in result.candidates
-        ],
+        candidates=[indication_candidate(c) for c in result.candidates],
         timings=timings(result.timings),
         match_stage=result.match_stage,
+    )
+
+
+def candidate_assessment(c: CandidateResult) -> rpb.CandidateAssessment:
+    return rpb.CandidateAssessment(
+        drug_id=c.drug_id,
+        drug_name=c.drug_name,
+        decision=decision(c.decision),
+        facets=[
+            rpb.FacetAssessment(
+                facet=_FACET[f.facet],
+                status=_STATUS[f.status],
+                evidence=evidence_list(f.evidence),
+                query=f.query,
+                matches=[fact_match(m) for m in f.matches],
+            )
+            for f in c.facets
+        ],
     )
 
 
 def assessment_response(result: AssessmentResult) -> rpb.AssessPatientResponse:
     return rpb.AssessPatientResponse(
         decision=decision(result.decision),
-        assessments=[
-            rpb.CandidateAssessment(
-                drug_id=c.drug_id,
-                drug_name=c.drug_name,
-                decision=decision(c.decision),
-                facets=[
-                    rpb.FacetAssessment(
-                        facet=_FACET[f.facet],
-                        status=_STATUS[f.status],
-                        evidence=evidence_list(f.evidence),
-                        query=f.query,
-                        matches=[fact_match(m) for m in f.matches],
-                    )
-                    for f in c.facets
-                ],
-            )
-            for c in result.candidates
-        ],
+        assessments=[candidate_assessment(c) for c in result.candidates],
         timings=timings(result.timings),
     )
+
+
+def route(r: Route) -> rpb.Route.ValueType:
+    return _ROUTE[r]
 
 
 def drug_list(drugs: Sequence[DrugInfo]) -> rpb.ListDrugsResponse:

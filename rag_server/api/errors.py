@@ -1,13 +1,17 @@
-"""Map domain failures to gRPC statuses with google.rpc details (never INTERNAL for bad input)."""
+"""Map domain failures to gRPC statuses with google.rpc details (never INTERNAL for bad input): BadRequest,
+PreconditionFailure, ErrorInfo (a machine-readable reason, domain "formulary-rag") and RetryInfo."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
+
+ERROR_DOMAIN = "formulary-rag"  # google.rpc.ErrorInfo.domain of every refusal that names a reason
 
 
 class RequestError(Exception):
@@ -19,12 +23,19 @@ class RequestError(Exception):
         message: str,
         violations: Iterable[tuple[str, str]] = (),
         precondition: Iterable[tuple[str, str, str]] = (),
+        *,
+        reason: str = "",
+        info: Mapping[str, str] | None = None,
+        retry_delay_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.violations = list(violations)
         self.precondition = list(precondition)
+        self.reason = reason  # google.rpc.ErrorInfo.reason (domain ERROR_DOMAIN) when set
+        self.info = dict(info or {})  # google.rpc.ErrorInfo.metadata
+        self.retry_delay_s = retry_delay_s  # google.rpc.RetryInfo.retry_delay when set
 
     def to_status(self) -> grpc.Status:
         details: list[any_pb2.Any] = []
@@ -48,6 +59,17 @@ class RequestError(Exception):
             packed = any_pb2.Any()
             packed.Pack(pre)
             details.append(packed)
+        if self.reason:
+            info = error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN, metadata=self.info)
+            packed = any_pb2.Any()
+            packed.Pack(info)
+            details.append(packed)
+        if self.retry_delay_s is not None:
+            millis = max(1, math.ceil(self.retry_delay_s * 1000))  # never "retry now": round up to a ms
+            delay = duration_pb2.Duration(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
+            packed = any_pb2.Any()
+            packed.Pack(error_details_pb2.RetryInfo(retry_delay=delay))
+            details.append(packed)
         status = status_pb2.Status(
             code=getattr(code_pb2, self.code.name), message=self.message, details=details
         )
@@ -64,6 +86,25 @@ def failed_precondition(message: str, subject: str, kind: str = "STATE") -> Requ
 
 def not_found(message: str, *violations: tuple[str, str]) -> RequestError:
     return RequestError(grpc.StatusCode.NOT_FOUND, message, violations)
+
+
+def unauthenticated(message: str, reason: str, info: Mapping[str, str]) -> RequestError:
+    """No usable credentials (missing, unknown or revoked API key): UNAUTHENTICATED with ErrorInfo."""
+    return RequestError(grpc.StatusCode.UNAUTHENTICATED, message, reason=reason, info=info)
+
+
+def permission_denied(message: str, reason: str, info: Mapping[str, str]) -> RequestError:
+    """A known caller without the right (a missing scope): PERMISSION_DENIED with ErrorInfo."""
+    return RequestError(grpc.StatusCode.PERMISSION_DENIED, message, reason=reason, info=info)
+
+
+def resource_exhausted(
+    message: str, reason: str, retry_delay_s: float, info: Mapping[str, str]
+) -> RequestError:
+    """A limit reached (rate, concurrent streams): RESOURCE_EXHAUSTED with ErrorInfo and RetryInfo."""
+    return RequestError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, message, reason=reason, info=info, retry_delay_s=retry_delay_s
+    )
 
 
 def unimplemented(capability: str) -> RequestError:

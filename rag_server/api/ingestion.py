@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -172,8 +172,9 @@ def _error_for(exc: BaseException) -> RequestError:
 
 
 class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, progress: Callable[[str, int, int], None] | None = None) -> None:
         self.app = app
+        self.progress = progress  # (stage, done, total) of each event, for the metrics (observability)
         self._busy_lock = threading.Lock()
         self._busy: str | None = None
 
@@ -247,6 +248,8 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         try:
             while (item := await queue.get()) is not None:
                 stage, done, total, message = item
+                if self.progress is not None:
+                    self.progress(stage, done, total)
                 yield ingestion_pb2.IngestResponse(
                     progress=ingestion_pb2.IngestProgress(
                         stage=stage, done=done, total=total, message=message
@@ -355,6 +358,7 @@ def _check_metadata(metadata: ingestion_pb2.UploadMetadata, limit: int, max_mb: 
 
 
 def _summary(outcome: Any) -> ingestion_pb2.IngestSummary:
+    estimate = getattr(outcome, "estimate", None)  # ingest.estimate.FullBookEstimate
     return ingestion_pb2.IngestSummary(
         manifest=manifest_to_proto(outcome.manifest) if outcome.manifest is not None else None,
         gates=[
@@ -373,4 +377,11 @@ def _summary(outcome: Any) -> ingestion_pb2.IngestSummary:
         chunk_count=outcome.chunk_count,
         block_count=outcome.block_count,
         inferred_folios=getattr(outcome, "inferred_folios", 0),
+        embed_chunks_per_second=getattr(outcome, "embed_rate", None) or 0.0,
+        embed_concurrency=getattr(outcome, "embed_concurrency", 0),
+        full_book_estimate=None if estimate is None else ingestion_pb2.FullBookEstimate(
+            monographs=estimate.monographs, available=estimate.available, note=estimate.note,
+            pages=estimate.pages, chunks=estimate.chunks, parse_seconds=estimate.parse_seconds,
+            embed_seconds=estimate.embed_seconds, embedding_model=estimate.embedding_model,
+        ),
     )

@@ -28,6 +28,7 @@ from rag_server.app import App
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
+from rag_server.observability.hooks import note_decision, note_question, patient_texts
 from rag_server.persistence.traces import RetrievalTrace
 from rag_server.retrieval.results import Route
 
@@ -98,6 +99,11 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         started = time.perf_counter()
         v = Violations()
         has_frame = request.HasField("frame")
+        if has_frame:
+            f = request.frame
+            note_question(request.query, f.query, f.indication, *patient_texts(f.patient))  # kept out of logs
+        else:
+            note_question(request.query)  # kept out of logs (RAG_LOG_QUESTIONS)
         if not (request.query.strip() or request.drug_id or has_frame):
             v.add("query", "give a query, a drug_id (with or without section_key) or a frame")
         v.check_query("query", request.query, required=False)
@@ -134,6 +140,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             reply = convert.retrieve_response(result)
             if key and result.route in _STABLE_ROUTES and result.decision.reason != Reason.CORPUS_NOT_LOADED:
                 self.replies.put(retriever.generation, key, reply)
+        note_decision(reply.decision)  # counted by the metrics when the call ends
         self._trace(RetrievalTrace.from_retrieve, request, reply, started)
         return reply
 
@@ -141,6 +148,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.LookupIndicationRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.LookupIndicationResponse:
         started = time.perf_counter()
+        note_question(request.indication)  # kept out of logs (RAG_LOG_QUESTIONS)
         v = Violations()
         v.check_indication("indication", request.indication)
         v.raise_if_any()
@@ -153,6 +161,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             reply = convert.indication_response(result)
             if result.decision.reason != Reason.CORPUS_NOT_LOADED:
                 self.replies.put(retriever.generation, key, reply)
+        note_decision(reply.decision)
         self._trace(RetrievalTrace.from_lookup_indication, request, reply, started)
         return reply
 
@@ -160,6 +169,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         self, request: retrieval_pb2.AssessPatientRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.AssessPatientResponse:
         started = time.perf_counter()
+        note_question(*patient_texts(request.patient))  # kept out of logs (RAG_LOG_QUESTIONS)
         v = Violations()
         limit = self.app.settings.patient_candidate_limit
         if not request.drug_ids:
@@ -175,6 +185,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             context, self.app.executor, retriever.assess_patient, list(request.drug_ids), facts
         )
         reply = convert.assessment_response(result)
+        note_decision(reply.decision)
         self._trace(RetrievalTrace.from_assess_patient, request, reply, started)
         return reply
 

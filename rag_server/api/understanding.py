@@ -12,6 +12,7 @@ from rag_server.api.work import run_cheap_first
 from rag_server.app import App
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
+from rag_server.observability.hooks import note_question
 from rag_server.reasons import make_decision
 from rag_server.retrieval.retriever import Retriever
 from rag_server.retrieval.timing import Timings
@@ -29,6 +30,7 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
     async def Understand(
         self, request: understanding_pb2.UnderstandRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> understanding_pb2.UnderstandResponse:
+        note_question(request.query)  # kept out of logs (RAG_LOG_QUESTIONS)
         v = Violations()
         v.check_query("query", request.query)
         v.check_conversation_id("conversation_id", request.conversation_id)

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rag_server.evaluation.answers import AnswerReport
 from rag_server.evaluation.metrics import EvalReport, Rate
 
 SEED_BASELINE_HIT1 = 0.544  # seed 000: similarity choosing the section, measured on the real formulary
@@ -96,3 +97,18 @@ def report_json(service: EvalReport, baseline: EvalReport | None = None) -> dict
             "latency_ms": {"p50": round(baseline.p50_ms, 2), "p99": round(baseline.p99_ms, 2)},
         }
     return out
+
+
+def answers_table(report: AnswerReport) -> Table:
+    """`rag-server eval --answers`: the answer measures of one question set."""
+    table = Table(title="Ask: answer measures")
+    for col in ("measure", "correct", "total", "rate"):
+        table.add_column(col, justify="left" if col == "measure" else "right")
+    rows = [("decision right", report.decision), ("citations right", report.citations),
+            ("numbers grounded in the cited chunk", report.numbers), ("claim spans verbatim", report.spans),
+            ("whole section present", report.whole_section), ("abstain reason right", report.abstain_reason)]
+    for name, rate in rows:
+        table.add_row(name, str(rate.correct), str(rate.total), f"{rate.value:.3f}" if rate.total else "-")
+    table.caption = (f"errors {report.errors}; p50 {report.p50_ms:.1f} ms, first verified block p50 "
+                     f"{report.first_block_p50_ms:.1f} ms")
+    return table

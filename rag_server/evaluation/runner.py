@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import grpc
 
+from rag_server.client_channel import open_channel
 from rag_server.evaluation.dataset import Question
 from rag_server.evaluation.metrics import Outcome
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
@@ -159,7 +160,7 @@ async def run_eval(
 
     With `warmup`, a few questions are asked once first (unscored, sequentially, with a long deadline) so
     a lazily loaded model is not scored as a wrong answer; the scored run then uses `timeout_s`."""
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with open_channel(target) as channel:
         try:
             await asyncio.wait_for(channel.channel_ready(), connect_timeout_s)
         except TimeoutError as exc:

@@ -1,18 +1,25 @@
-"""Conversation memory: append turns, read the most recent ones. Both are fail-open."""
+"""Conversation memory in PostgreSQL: append turns, read the most recent ones. Both are fail-open.
+asyncpg (the `postgres` extra) is imported when a store is used, not when Turn is."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import asyncpg
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger("rag_server.persistence")
 
 Role = Literal["user", "assistant"]
-_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    import asyncpg
+
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True)
@@ -33,7 +40,7 @@ class ConversationStore:
         """Append turns after the last stored one; False (logged) when the database fails."""
         try:
             await asyncio.wait_for(self._append(conversation_id, turns), self.timeout_s)
-        except _FAILURES as exc:
+        except _failures() as exc:
             log.warning("conversation %s not saved (fail-open): %s", conversation_id, exc)
             return False
         return True
@@ -74,7 +81,7 @@ class ConversationStore:
                 ),
                 self.timeout_s,
             )
-        except _FAILURES as exc:
+        except _failures() as exc:
             log.warning("conversation %s not read (fail-open): %s", conversation_id, exc)
             return []
         return [

@@ -1,4 +1,4 @@
-"""Retrieval traces: one row per Retrieve/LookupIndication/AssessPatient call. Saving is fail-open.
+"""Traces: one row per Retrieve/LookupIndication/AssessPatient/Ask call. Saving is fail-open.
 
 The servicers build a RetrievalTrace on every call; asyncpg (the `postgres` extra) is imported only by the
 TraceStore that saves it, so a server without a database needs no PostgreSQL driver."""
@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
+from rag_server.gen.rag.v1 import answer_pb2, common_pb2, retrieval_pb2
+from rag_server.observability.tracing import current_otel_trace_id
 
 if TYPE_CHECKING:
     import asyncpg
@@ -22,7 +23,8 @@ log = logging.getLogger("rag_server.persistence")
 
 _COLUMNS = (
     "trace_id, correlation_id, conversation_id, rpc, query, route, decision_kind, decision_reason, "
-    "evidence_chunk_ids, omitted_chunk_ids, timings, corpus_generation, drug_ids, section_key"
+    "evidence_chunk_ids, omitted_chunk_ids, timings, corpus_generation, drug_ids, section_key, frame, "
+    "citations, otel_trace_id"
 )
 _PLACEHOLDERS = ", ".join(f"${i}" for i in range(1, _COLUMNS.count(",") + 2))
 
@@ -67,6 +69,9 @@ class RetrievalTrace:
     section_key: str = ""
     trace_id: uuid.UUID = field(default_factory=uuid.uuid4)
     created_at: datetime | None = None
+    frame: dict[str, Any] | None = None  # Ask: what the turn was understood as (no patient facts)
+    citations: list[dict[str, Any]] = field(default_factory=list)  # Ask: the cited chunks and pages
+    otel_trace_id: str = ""  # the OpenTelemetry trace of the call (RAG_OTEL), "" when none was current
 
     @classmethod
     def from_retrieve(
@@ -91,6 +96,7 @@ class RetrievalTrace:
             omitted_chunk_ids=list(response.omitted_evidence_ids),
             timings=_timings(response.timings),
             corpus_generation=corpus_generation,
+            otel_trace_id=current_otel_trace_id(),
         )
 
     @classmethod
@@ -113,6 +119,7 @@ class RetrievalTrace:
             evidence_chunk_ids=_unique(e.chunk_id for c in response.candidates for e in c.evidence),
             timings=_timings(response.timings),
             corpus_generation=corpus_generation,
+            otel_trace_id=current_otel_trace_id(),
         )
 
     @classmethod
@@ -137,6 +144,7 @@ class RetrievalTrace:
             ),
             timings=_timings(response.timings),
             corpus_generation=corpus_generation,
+            otel_trace_id=current_otel_trace_id(),
         )
 
     def _row(self) -> tuple[Any, ...]:
@@ -144,7 +152,7 @@ class RetrievalTrace:
             self.trace_id, self.correlation_id, self.conversation_id, self.rpc, self.query, self.route,
             self.decision_kind, self.decision_reason, list(self.evidence_chunk_ids),
             list(self.omitted_chunk_ids), dict(self.timings), self.corpus_generation,
-            list(self.drug_ids), self.section_key,
+            list(self.drug_ids), self.section_key, self.frame, list(self.citations), self.otel_trace_id,
         )
 
     @classmethod
@@ -155,7 +163,45 @@ class RetrievalTrace:
             decision_reason=r["decision_reason"], evidence_chunk_ids=list(r["evidence_chunk_ids"]),
             omitted_chunk_ids=list(r["omitted_chunk_ids"]), timings=dict(r["timings"]),
             corpus_generation=r["corpus_generation"], drug_ids=list(r["drug_ids"]),
-            section_key=r["section_key"], created_at=r["created_at"],
+            section_key=r["section_key"], created_at=r["created_at"], frame=r["frame"],
+            citations=list(r["citations"]), otel_trace_id=r["otel_trace_id"],
+        )
+
+    @classmethod
+    def from_ask(
+        cls,
+        request: answer_pb2.AskRequest,
+        final: answer_pb2.AskFinal,
+        correlation_id: str,
+        corpus_generation: str = "",
+    ) -> RetrievalTrace:
+        """One row per Ask: question, frame (drugs, section, turn type), route, decision, citations."""
+        kind, reason = _decision(final.decision)
+        f = final.frame
+        return cls(
+            correlation_id=correlation_id,
+            rpc="AnswerService/Ask",
+            query=request.query,
+            conversation_id=request.conversation_id or None,
+            drug_ids=list(f.drug_ids),
+            section_key=f.section_key,
+            route=_enum_label(retrieval_pb2.Route, final.route, "ROUTE_"),
+            decision_kind=kind,
+            decision_reason=reason,
+            evidence_chunk_ids=[c.chunk_id for c in final.citations],
+            timings=_timings(final.timings),
+            corpus_generation=corpus_generation,
+            trace_id=uuid.UUID(final.trace_id) if final.trace_id else uuid.uuid4(),
+            frame={
+                "turn_type": _enum_label(common_pb2.TurnType, f.turn_type, "TURN_TYPE_"),
+                "drug_ids": list(f.drug_ids), "section_key": f.section_key, "indication": f.indication,
+            } if final.HasField("frame") else None,
+            citations=[
+                {"chunk_id": c.chunk_id, "drug_id": c.drug_id, "section_key": c.section_key,
+                 "printed_page": c.source.printed_page}
+                for c in final.citations
+            ],
+            otel_trace_id=final.otel_trace_id or current_otel_trace_id(),
         )
 
 

@@ -10,7 +10,11 @@ EmbedKind = Literal["document", "query"]
 
 
 class ProviderError(RuntimeError):
-    """A provider call failed (network, quota, malformed reply)."""
+    """A provider call failed (network, quota, timeout)."""
+
+
+class MalformedOutput(ValueError):
+    """A model answered, but not in the shape asked for (unparseable JSON, fields out of bounds)."""
 
 
 class Embedder(Protocol):

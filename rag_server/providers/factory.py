@@ -18,6 +18,7 @@ class HeadEmbedder:
         self.max_words = max_words
         self.model = f"{inner.model}+first{max_words}words"
         self.dims = inner.dims
+        self.concurrent_batches = int(getattr(inner, "concurrent_batches", 1))
 
     def embed(self, texts: Sequence[str], kind: EmbedKind) -> list[list[float]]:
         return self.inner.embed([" ".join(t.split()[: self.max_words]) for t in texts], kind)

@@ -1,6 +1,7 @@
 """Language: everything the service reads questions and evidence with, loaded once by the application:
 the section vocabulary (sections.toml), the rules of the understanding layer (rules.toml), the clinical
-vocabulary (clinical.toml), and the phrase and word sets derived from them (built on first use, kept)."""
+vocabulary (clinical.toml), the safety pre-filter's phrases (safety.toml), and the phrase and word sets
+derived from them (built on first use, kept)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from functools import cached_property
 from rag_server.text.match import Phrases, tokenize
 from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
 from rag_server.vocabulary.rules import Rules, load_rules
+from rag_server.vocabulary.safety import SafetyVocabulary, load_safety
 from rag_server.vocabulary.sections import Vocabulary, load_vocabulary
 
 
@@ -18,6 +20,7 @@ class Language:
     vocabulary: Vocabulary
     rules: Rules
     clinical: ClinicalVocabulary
+    safety: SafetyVocabulary
 
     @cached_property
     def medical_signal(self) -> Phrases:
@@ -48,4 +51,4 @@ class Language:
 
 def load_language() -> Language:
     """The bundled vocabularies (each loader caches its parsed file)."""
-    return Language(load_vocabulary(), load_rules(), load_clinical())
+    return Language(load_vocabulary(), load_rules(), load_clinical(), load_safety())

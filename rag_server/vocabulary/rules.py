@@ -67,6 +67,7 @@ class Synonym:
 @dataclass(frozen=True)
 class Rules:
     greetings: tuple[Phrase, ...]
+    followup: tuple[Phrase, ...]
     smalltalk_fillers: tuple[Phrase, ...]
     non_human: tuple[Phrase, ...]
     human_context: tuple[Phrase, ...]
@@ -99,6 +100,7 @@ class Rules:
         phrases: list[Phrase] = [
             *self.greetings,
             *self.smalltalk_fillers,
+            *self.followup,
             *self.non_human,
             *self.human_context,
             *self.leading_fillers,
@@ -137,6 +139,7 @@ def _parse(data: dict[str, Any]) -> Rules:
     templates = sorted((_template(t) for t in data["indication"]["templates"]), key=lambda t: -t.size)
     return Rules(
         greetings=_phrases(data["smalltalk"]["greetings"]),
+        followup=_phrases(data["conversation"]["followup"]),
         smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
         non_human=_phrases(data["scope"]["non_human"]),
         human_context=_phrases(data["scope"]["human_context"]),

@@ -106,13 +106,22 @@ def test_invalid_argument_shows_bad_request_details(grpcurl: Path, shared_server
     assert "chong_chi_dinh" in fields["section_key"]
 
 
-def test_unimplemented_ask(grpcurl: Path, shared_server: Any) -> None:
+def test_ask_streams_through_grpcurl(grpcurl: Path, shared_server: Any) -> None:
     proc = call(
-        grpcurl, shared_server.target, "rag.v1.AnswerService/Ask", {"query": "chống chỉ định của thuốc"}
+        grpcurl, shared_server.target, "rag.v1.AnswerService/Ask", {"query": "chống chỉ định của zelvorin"}
     )
-    assert proc.returncode != 0
-    assert "Code: Unimplemented" in proc.stderr
-    assert "generation" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    decoder, events, pos, text = json.JSONDecoder(), [], 0, proc.stdout.strip()
+    while pos < len(text):  # one JSON document per streamed message
+        doc, pos = decoder.raw_decode(text, pos)
+        events.append(doc)
+        pos += len(text[pos:]) - len(text[pos:].lstrip())
+    assert "progress" in events[0] and "final" in events[-1]
+    blocks = [e["block"] for e in events if "block" in e]
+    assert blocks and all(c["source_ids"] for b in blocks for c in b.get("claims", []))
+    final = events[-1]["final"]
+    assert final["decision"]["kind"] == "DECISION_KIND_ANSWERABLE"
+    assert all(c["source"]["printed_page"] > 0 for c in final["citations"])
 
 
 def _response_trailer(stdout: str, name: str) -> str:
@@ -206,3 +215,27 @@ def test_retrieve_a_section_on_the_sample(
         assert refs and {r["document_id"] for r in refs} == {document_id}
         assert {r["printed_page"] for r in refs} <= set(gold["printed_pages"]), section_key
         assert {r["physical_page"] for r in refs} <= set(gold["physical_pages"]), section_key
+
+
+def test_describe_resolves_every_method(grpcurl: Path, shared_server: Any) -> None:
+    """grpc-python's reflection could not resolve method symbols (grpc/grpc#34743); ours does."""
+    from rag_server.gen.rag.v1 import answer_pb2, ingestion_pb2, retrieval_pb2, understanding_pb2
+
+    for module in (answer_pb2, ingestion_pb2, retrieval_pb2, understanding_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                proc = subprocess.run(
+                    [str(grpcurl), "-plaintext", shared_server.target, "describe", method.full_name],
+                    capture_output=True, text=True, timeout=60,
+                )
+                assert proc.returncode == 0, f"{method.full_name}: {proc.stderr}"
+                assert f"{method.full_name} is a method" in proc.stdout, proc.stdout
+                streaming = "stream " if method.client_streaming else ""
+                assert f"rpc {method.name} ( {streaming}.{method.input_type.full_name} )" in proc.stdout
+    ask = subprocess.run([str(grpcurl), "-plaintext", shared_server.target, "describe",
+                          "rag.v1.AnswerService.Ask"], capture_output=True, text=True, timeout=60)
+    assert "returns ( stream .rag.v1.AskResponse )" in ask.stdout, ask.stdout
+    missing = subprocess.run([str(grpcurl), "-plaintext", shared_server.target, "describe",
+                              "rag.v1.AnswerService.NoSuchMethod"],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0  # an unknown method is still not found

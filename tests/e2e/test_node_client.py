@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,36 @@ def test_unreachable_server_is_a_json_error(node: str) -> None:
     code, docs = run_client(node, "127.0.0.1:1", "corpus")
     assert code == 1
     assert docs[0]["error"]["status"] == "UNAVAILABLE"
+
+
+def test_ask_streams_progress_blocks_and_one_final(node: str, shared_server: Any) -> None:
+    code, docs = run_client(node, shared_server.target, "ask", "chống chỉ định của zelvorin", "node-conv-1")
+    assert code == 0, docs
+    events = [d["result"] for d in docs]
+    kinds = [next(iter(e)) for e in events]
+    assert kinds[0] == "progress" and kinds[-1] == "final" and kinds.count("final") == 1 and "block" in kinds
+    final = events[-1]["final"]
+    assert final["decision"]["kind"] == "DECISION_KIND_ANSWERABLE"
+    assert final["citations"] and all(int(c["source"]["printed_page"]) > 0 for c in final["citations"])
+    assert docs[-1]["correlation_id"] == final["correlation_id"]
+    code, follow = run_client(node, shared_server.target, "ask", "còn liều dùng thì sao?", "node-conv-1")
+    assert code == 0 and follow[-1]["result"]["final"]["frame"]["drug_ids"] == ["zelvorin"]
+
+
+def test_an_authenticated_call_with_a_scoped_key(node: str, rag_server_process: Any, tmp_path: Path) -> None:
+    data = tmp_path / "keyed"
+    script = Path(sys.executable).parent / "rag-server"
+    added = subprocess.run(
+        [str(script), "keys", "add", "node-reader", "--scopes", "query", "--data-dir", str(data)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )
+    key = added.stdout.strip().splitlines()[-1]
+    server = rag_server_process(data_dir=data)
+    code, docs = run_client(node, server.target, "corpus")
+    assert code == 1 and docs[0]["error"]["status"] == "UNAUTHENTICATED"
+    keyed = {"RAG_API_KEY": key}
+    code, docs = run_client(node, server.target, "ask", "chống chỉ định của zelvorin", env=keyed)
+    assert code == 0 and docs[-1]["result"]["final"]["decision"]["kind"] == "DECISION_KIND_ANSWERABLE"
+    code, docs = run_client(node, server.target, "retrieve", "zelvorin", "chong_chi_dinh",
+                            env={"RAG_API_KEY": key})
+    assert code == 0 and docs[0]["result"]["evidence"]

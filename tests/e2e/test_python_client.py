@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
-
-from formulary_rag_client import FormularyClient, InvalidRequest, RagError  # noqa: E402
-
-from rag_server.gen.rag.v1 import common_pb2  # noqa: E402
+from formulary_rag_client import FormularyClient, InvalidRequest
+from formulary_rag_client.gen.rag.v1 import common_pb2
 
 pytestmark = pytest.mark.e2e
 
@@ -47,11 +40,15 @@ def test_bad_request_surfaces_field_violations(client: FormularyClient) -> None:
     assert [v.field for v in info.value.violations] == ["drug_ids[1]"]
 
 
-def test_ask_is_unimplemented(client: FormularyClient) -> None:
-    with pytest.raises(RagError) as info:
-        list(client.ask("chống chỉ định của thuốc này"))
-    assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
-    assert not isinstance(info.value, InvalidRequest)
+def test_ask_streams_a_cited_answer(client: FormularyClient) -> None:
+    events = list(client.ask("liều dùng của novadiamin", correlation_id="py-ask-1"))
+    final = events[-1].final
+    assert events[-1].WhichOneof("event") == "final"
+    assert final.decision.kind == common_pb2.DECISION_KIND_ANSWERABLE
+    assert final.citations and all(c.source.printed_page > 0 for c in final.citations)
+    assert final.correlation_id == "py-ask-1"
+    with pytest.raises(InvalidRequest):
+        list(client.ask(""))
 
 
 def test_sample_corpus_is_loaded(client: FormularyClient) -> None:

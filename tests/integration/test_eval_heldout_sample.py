@@ -57,3 +57,20 @@ async def test_heldout_questions_on_the_sample_formulary(shared_server: object) 
     assert report.indication_recall >= 0.9, misses
     assert report.nonsense_rejection.value == 1.0, misses
     assert report.abstention.value >= 0.8, misses
+
+
+async def test_heldout_answers_through_ask(shared_server: object) -> None:
+    """The same questions through AnswerService/Ask, each answer checked from the outside."""
+    from rag_server.evaluation.answers import run_answers, summarize_answers
+    from rag_server.evaluation.report import answers_table
+
+    target = shared_server.target  # type: ignore[attr-defined]
+    questions = load_questions(HELDOUT, load_vocabulary().keys)
+    report = summarize_answers(await run_answers(target, questions, concurrency=4))
+    Console(width=140).print(answers_table(report))
+    assert report.errors == 0, report.misses
+    assert report.decision.value >= 0.9, report.misses
+    assert report.citations.value >= 0.9, report.misses
+    # never relaxed: a number or a span not in the cited chunk, or a cut section, is a wrong answer
+    assert report.numbers.value == 1.0 and report.spans.value == 1.0, report.misses
+    assert report.whole_section.total > 0 and report.whole_section.value == 1.0, report.misses

@@ -155,6 +155,22 @@ async def test_the_frozen_holdout_meets_its_floors(real_corpus_server: Served) -
     assert report.corpus.value >= 0.8, _misses(report)
 
 
+async def test_the_frozen_holdout_through_ask(real_corpus_server: Served) -> None:
+    """The holdout asked through AnswerService/Ask on the real monographs, every answer checked from the
+    outside: numbers and spans in the cited chunks and whole sections are never relaxed."""
+    from rag_server.evaluation.answers import run_answers, summarize_answers
+    from rag_server.evaluation.report import answers_table
+
+    questions = load_questions(HOLDOUT, load_vocabulary().keys)
+    report = summarize_answers(await run_answers(real_corpus_server.target, questions, concurrency=4))
+    Console(width=140).print(answers_table(report))
+    misses = report.misses[:15]
+    assert report.errors == 0, misses
+    assert report.numbers.value == 1.0 and report.spans.value == 1.0, misses
+    assert report.whole_section.value == 1.0, misses
+    assert report.decision.value >= 0.85 and report.citations.value >= 0.85, misses
+
+
 def _misses(report: EvalReport) -> list[str]:
     return [f"{o.question.id} {o.question.query!r}: got {o.got_label}, gold {o.gold_label}"
             for o in report.misses[:15]]

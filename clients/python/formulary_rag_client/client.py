@@ -1,9 +1,9 @@
-"""FormularyClient: one blocking gRPC channel, one method per RPC, an x-correlation-id on every call."""
+"""FormularyClient: one blocking gRPC channel, one method per RPC, an x-correlation-id on every call (and
+the API key, when given, as `authorization: Bearer <key>`)."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -11,6 +11,19 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from formulary_rag_client._common import (
+    CORRELATION_HEADER,
+    UPLOAD_CHUNK_BYTES,
+    Connection,
+    Metadata,
+    ask_request,
+    assess_request,
+    echoed_correlation_id,
+    ingest_request,
+    retrieve_request,
+    understand_request,
+    upload_parts,
+)
 from formulary_rag_client.errors import from_rpc_error
 from formulary_rag_client.gen.rag.v1 import (
     answer_pb2,
@@ -24,21 +37,44 @@ from formulary_rag_client.gen.rag.v1 import (
     understanding_pb2_grpc,
 )
 
-CORRELATION_HEADER = "x-correlation-id"
-UPLOAD_CHUNK_BYTES = 512 * 1024
+__all__ = ["CORRELATION_HEADER", "UPLOAD_CHUNK_BYTES", "FormularyClient"]
 
 
 class FormularyClient:
-    """Blocking client. Every method raises RagError (InvalidRequest for INVALID_ARGUMENT) on failure.
+    """Blocking client. Every method raises RagError on failure: InvalidRequest for INVALID_ARGUMENT,
+    Unauthenticated / PermissionDenied for a missing, unknown or under-scoped API key, ResourceExhausted
+    (with `retry_delay`) for a rate limit or the Ask stream cap.
 
+    `api_key` is sent on every call as `authorization: Bearer <key>`. `tls=True` uses TLS with the system
+    roots; `ca_file` trusts that CA instead (and implies TLS); `client_cert` + `client_key` present a client
+    certificate (mutual TLS); `server_name` overrides the name checked in the server's certificate.
     `correlation_id` on a call is sent as x-correlation-id (a fresh one is made when omitted);
     `last_correlation_id` is the id the server echoed for the latest call.
     """
 
-    def __init__(self, target: str, *, timeout: float = 30.0, channel: grpc.Channel | None = None) -> None:
+    def __init__(
+        self,
+        target: str,
+        *,
+        api_key: str | None = None,
+        tls: bool = False,
+        ca_file: str | Path | None = None,
+        client_cert: str | Path | None = None,
+        client_key: str | Path | None = None,
+        server_name: str | None = None,
+        timeout: float = 30.0,
+        channel: grpc.Channel | None = None,
+    ) -> None:
         self.target = target
         self.timeout = timeout
-        self._channel = channel or grpc.insecure_channel(target)
+        self._connection = Connection(target, api_key, tls, ca_file, client_cert, client_key, server_name)
+        if channel is None:
+            conn = self._connection
+            if conn.secure:
+                channel = grpc.secure_channel(target, conn.credentials(), options=conn.options())
+            else:
+                channel = grpc.insecure_channel(target, options=conn.options())
+        self._channel = channel
         self._understanding = understanding_pb2_grpc.UnderstandingServiceStub(self._channel)
         self._retrieval = retrieval_pb2_grpc.RetrievalServiceStub(self._channel)
         self._answer = answer_pb2_grpc.AnswerServiceStub(self._channel)
@@ -59,21 +95,16 @@ class FormularyClient:
     def close(self) -> None:
         self._channel.close()
 
-    @staticmethod
-    def _metadata(correlation_id: str | None) -> tuple[tuple[str, str], ...]:
-        return ((CORRELATION_HEADER, correlation_id or uuid.uuid4().hex),)
-
-    def _remember(self, call: Any, sent: tuple[tuple[str, str], ...], trailers: bool = True) -> None:
+    def _remember(self, call: Any, sent: Metadata, trailers: bool = True) -> None:
         """The id the server echoed: in the trailers of a finished call, in the headers of a stream."""
         try:
             got = call.trailing_metadata() if trailers else call.initial_metadata()
-            echoed = dict(got or ()).get(CORRELATION_HEADER)
         except Exception:  # no metadata (e.g. connection refused)
-            echoed = None
-        self.last_correlation_id = str(echoed) if echoed else sent[0][1]
+            got = None
+        self.last_correlation_id = echoed_correlation_id(got, sent)
 
     def _unary(self, method: Any, request: Any, correlation_id: str | None) -> Any:
-        metadata = self._metadata(correlation_id)
+        metadata = self._connection.metadata(correlation_id)
         try:
             response, call = method.with_call(request, metadata=metadata, timeout=self.timeout)
         except grpc.RpcError as err:
@@ -85,7 +116,7 @@ class FormularyClient:
     def _stream(
         self, method: Any, request: Any, correlation_id: str | None, timeout: float | None
     ) -> Iterator[Any]:
-        metadata = self._metadata(correlation_id)
+        metadata = self._connection.metadata(correlation_id)
         call = method(request, metadata=metadata, timeout=timeout)
         try:
             self._remember(call, metadata, trailers=False)
@@ -106,9 +137,8 @@ class FormularyClient:
     def understand(
         self, query: str, *, conversation_id: str = "", correlation_id: str | None = None
     ) -> understanding_pb2.UnderstandResponse:
-        request = understanding_pb2.UnderstandRequest(query=query, conversation_id=conversation_id)
         result: understanding_pb2.UnderstandResponse = self._unary(
-            self._understanding.Understand, request, correlation_id
+            self._understanding.Understand, understand_request(query, conversation_id), correlation_id
         )
         return result
 
@@ -122,11 +152,8 @@ class FormularyClient:
         correlation_id: str | None = None,
     ) -> retrieval_pb2.RetrieveResponse:
         """By free text (`query`), or exactly by `drug_id` (+ `section_key`), or by a QueryFrame."""
-        request = retrieval_pb2.RetrieveRequest(
-            query=query, drug_id=drug_id, section_key=section_key, frame=frame
-        )
         result: retrieval_pb2.RetrieveResponse = self._unary(
-            self._retrieval.Retrieve, request, correlation_id
+            self._retrieval.Retrieve, retrieve_request(query, drug_id, section_key, frame), correlation_id
         )
         return result
 
@@ -146,9 +173,8 @@ class FormularyClient:
         *,
         correlation_id: str | None = None,
     ) -> retrieval_pb2.AssessPatientResponse:
-        request = retrieval_pb2.AssessPatientRequest(drug_ids=list(drug_ids), patient=patient)
         result: retrieval_pb2.AssessPatientResponse = self._unary(
-            self._retrieval.AssessPatient, request, correlation_id
+            self._retrieval.AssessPatient, assess_request(drug_ids, patient), correlation_id
         )
         return result
 
@@ -177,13 +203,7 @@ class FormularyClient:
     ) -> Iterator[ingestion_pb2.IngestResponse]:
         """Progress events, then one summary. `path` is server-side: inside an ingest root, or the
         document_id UploadDocument returned. Cached embeddings are reused unless `recompute_embeddings`."""
-        request = ingestion_pb2.IngestRequest(
-            path=path,
-            check_only=check_only,
-            embed_only=embed_only,
-            recompute_embeddings=recompute_embeddings,
-            allow_gate_failures=allow_gate_failures,
-        )
+        request = ingest_request(path, check_only, embed_only, recompute_embeddings, allow_gate_failures)
         return self._stream(self._ingestion.Ingest, request, correlation_id, timeout)
 
     def upload_document(
@@ -195,24 +215,13 @@ class FormularyClient:
         correlation_id: str | None = None,
     ) -> ingestion_pb2.UploadDocumentResponse:
         """Stream a PDF (a local path or its bytes) to the server; returns the server-side path to ingest."""
-        data = source if isinstance(source, bytes) else Path(source).read_bytes()
-        name = filename or (Path(source).name if not isinstance(source, bytes) else "upload.pdf")
-
-        def parts() -> Iterable[ingestion_pb2.UploadDocumentRequest]:
-            yield ingestion_pb2.UploadDocumentRequest(
-                metadata=ingestion_pb2.UploadMetadata(filename=name, size_bytes=len(data))
-            )
-            for start in range(0, len(data), chunk_bytes):
-                yield ingestion_pb2.UploadDocumentRequest(chunk=data[start : start + chunk_bytes])
-
         result: ingestion_pb2.UploadDocumentResponse = self._unary(
-            self._ingestion.UploadDocument, parts(), correlation_id
+            self._ingestion.UploadDocument, upload_parts(source, filename, chunk_bytes), correlation_id
         )
         return result
 
     def ask(
         self, query: str, *, conversation_id: str = "", correlation_id: str | None = None
     ) -> Iterator[answer_pb2.AskResponse]:
-        """Progress, verified answer blocks, then the final decision (not built yet: UNIMPLEMENTED)."""
-        request = answer_pb2.AskRequest(query=query, conversation_id=conversation_id)
-        return self._stream(self._answer.Ask, request, correlation_id, None)
+        """Progress events, the verified answer blocks, then the final message (decision, citations, ...)."""
+        return self._stream(self._answer.Ask, ask_request(query, conversation_id), correlation_id, None)

@@ -12,6 +12,11 @@ BEDROCK_MAX_TEXTS = 96
 
 
 class BedrockEmbedder(HostedEmbedder):
+    # An ingest keeps this many requests in flight (RAG_EMBED_CONCURRENCY overrides): each waits on the
+    # network, not on this machine's cores. The client is thread-safe; rate limits (HTTP 429) are retried by
+    # the SDK and, if they persist, fail the batch (the batches already back stay cached).
+    concurrent_batches = 4
+
     def __init__(
         self,
         model_id: str,

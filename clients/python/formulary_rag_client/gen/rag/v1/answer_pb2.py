@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from formulary_rag_client.gen.rag.v1 import common_pb2 as rag_dot_v1_dot_common__pb2
+from formulary_rag_client.gen.rag.v1 import retrieval_pb2 as rag_dot_v1_dot_retrieval__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13rag/v1/answer.proto\x12\x06rag.v1\x1a\x13rag/v1/common.proto\"4\n\nAskRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x02 \x01(\t\"-\n\x0b\x41skProgress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xb8\x01\n\x08\x41skFinal\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12#\n\tcitations\x18\x02 \x03(\x0b\x32\x10.rag.v1.Citation\x12\x13\n\x0b\x61nswer_text\x18\x03 \x01(\t\x12\x10\n\x08trace_id\x18\x04 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x05 \x01(\t\x12$\n\x07timings\x18\x06 \x03(\x0b\x32\x13.rag.v1.StageTiming\"\x88\x01\n\x0b\x41skResponse\x12\'\n\x08progress\x18\x01 \x01(\x0b\x32\x13.rag.v1.AskProgressH\x00\x12$\n\x05\x62lock\x18\x02 \x01(\x0b\x32\x13.rag.v1.AnswerBlockH\x00\x12!\n\x05\x66inal\x18\x03 \x01(\x0b\x32\x10.rag.v1.AskFinalH\x00\x42\x07\n\x05\x65vent2A\n\rAnswerService\x12\x30\n\x03\x41sk\x12\x12.rag.v1.AskRequest\x1a\x13.rag.v1.AskResponse0\x01\x42\x36\n\x13vn.formulary.rag.v1P\x01Z\x1d\x66ormularyrag/gen/rag/v1;ragv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13rag/v1/answer.proto\x12\x06rag.v1\x1a\x13rag/v1/common.proto\x1a\x16rag/v1/retrieval.proto\"4\n\nAskRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x02 \x01(\t\"-\n\x0b\x41skProgress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xb7\x03\n\x08\x41skFinal\x12\"\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32\x10.rag.v1.Decision\x12#\n\tcitations\x18\x02 \x03(\x0b\x32\x10.rag.v1.Citation\x12\x13\n\x0b\x61nswer_text\x18\x03 \x01(\t\x12\x10\n\x08trace_id\x18\x04 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x05 \x01(\t\x12$\n\x07timings\x18\x06 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12!\n\x05\x66rame\x18\x07 \x01(\x0b\x32\x12.rag.v1.QueryFrame\x12\x1c\n\x05route\x18\x08 \x01(\x0e\x32\r.rag.v1.Route\x12\x15\n\rquick_replies\x18\t \x03(\t\x12/\n\ncandidates\x18\n \x03(\x0b\x32\x1b.rag.v1.IndicationCandidate\x12\x30\n\x0b\x61ssessments\x18\x0b \x03(\x0b\x32\x1b.rag.v1.CandidateAssessment\x12\x12\n\ndisclaimer\x18\x0c \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\r \x01(\t\x12\x15\n\rotel_trace_id\x18\x0e \x01(\t\"\x88\x01\n\x0b\x41skResponse\x12\'\n\x08progress\x18\x01 \x01(\x0b\x32\x13.rag.v1.AskProgressH\x00\x12$\n\x05\x62lock\x18\x02 \x01(\x0b\x32\x13.rag.v1.AnswerBlockH\x00\x12!\n\x05\x66inal\x18\x03 \x01(\x0b\x32\x10.rag.v1.AskFinalH\x00\x42\x07\n\x05\x65vent2A\n\rAnswerService\x12\x30\n\x03\x41sk\x12\x12.rag.v1.AskRequest\x1a\x13.rag.v1.AskResponse0\x01\x42\x36\n\x13vn.formulary.rag.v1P\x01Z\x1d\x66ormularyrag/gen/rag/v1;ragv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,14 +34,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rag.v1.answer_pb2', _global
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\023vn.formulary.rag.v1P\001Z\035formularyrag/gen/rag/v1;ragv1'
-  _globals['_ASKREQUEST']._serialized_start=52
-  _globals['_ASKREQUEST']._serialized_end=104
-  _globals['_ASKPROGRESS']._serialized_start=106
-  _globals['_ASKPROGRESS']._serialized_end=151
-  _globals['_ASKFINAL']._serialized_start=154
-  _globals['_ASKFINAL']._serialized_end=338
-  _globals['_ASKRESPONSE']._serialized_start=341
-  _globals['_ASKRESPONSE']._serialized_end=477
-  _globals['_ANSWERSERVICE']._serialized_start=479
-  _globals['_ANSWERSERVICE']._serialized_end=544
+  _globals['_ASKREQUEST']._serialized_start=76
+  _globals['_ASKREQUEST']._serialized_end=128
+  _globals['_ASKPROGRESS']._serialized_start=130
+  _globals['_ASKPROGRESS']._serialized_end=175
+  _globals['_ASKFINAL']._serialized_start=178
+  _globals['_ASKFINAL']._serialized_end=617
+  _globals['_ASKRESPONSE']._serialized_start=620
+  _globals['_ASKRESPONSE']._serialized_end=756
+  _globals['_ANSWERSERVICE']._serialized_start=758
+  _globals['_ANSWERSERVICE']._serialized_end=823
 # @@protoc_insertion_point(module_scope)

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from formulary_rag_client.gen.rag.v1 import common_pb2 as _common_pb2
+from formulary_rag_client.gen.rag.v1 import retrieval_pb2 as _retrieval_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -27,6 +28,7 @@ class AskRequest(_message.Message):
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     conversation_id: _builtins.str
+    """Turns of one conversation share it: the last 12 feed understanding ("còn liều cho trẻ em?")."""
     def __init__(
         self,
         *,
@@ -43,7 +45,9 @@ Global___AskRequest: _TypeAlias = AskRequest  # noqa: Y015
 
 @_typing.final
 class AskProgress(_message.Message):
-    """A stage of the answer pipeline has started or finished."""
+    """A stage of the answer pipeline has finished: "understood", "evidence_retrieved", "generating",
+    "verifying".
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -77,15 +81,49 @@ class AskFinal(_message.Message):
     TRACE_ID_FIELD_NUMBER: _builtins.int
     CORRELATION_ID_FIELD_NUMBER: _builtins.int
     TIMINGS_FIELD_NUMBER: _builtins.int
+    FRAME_FIELD_NUMBER: _builtins.int
+    ROUTE_FIELD_NUMBER: _builtins.int
+    QUICK_REPLIES_FIELD_NUMBER: _builtins.int
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    ASSESSMENTS_FIELD_NUMBER: _builtins.int
+    DISCLAIMER_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    OTEL_TRACE_ID_FIELD_NUMBER: _builtins.int
     answer_text: _builtins.str
+    """The verified claims as plain text, block by block."""
     trace_id: _builtins.str
     correlation_id: _builtins.str
+    route: _retrieval_pb2.Route.ValueType
+    disclaimer: _builtins.str
+    conversation_id: _builtins.str
+    otel_trace_id: _builtins.str
+    """The OpenTelemetry trace id (32 lower-case hex digits) of this call's server span when the server traces
+    (RAG_OTEL=true); empty otherwise. Also stored on the call's trace row (otel_trace_id).
+    """
     @_builtins.property
     def decision(self) -> _common_pb2.Decision: ...
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]: ...
     @_builtins.property
     def timings(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.StageTiming]: ...
+    @_builtins.property
+    def frame(self) -> _common_pb2.QueryFrame:
+        """What was understood (after the conversation's earlier turns were taken into account)."""
+
+    @_builtins.property
+    def quick_replies(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Suggested next questions or choices (the candidates of a clarification)."""
+
+    @_builtins.property
+    def candidates(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.IndicationCandidate]:
+        """Indication lookups: the drugs whose Chỉ định names the condition (a list per the formulary, never a
+        treatment ranking).
+        """
+
+    @_builtins.property
+    def assessments(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.CandidateAssessment]:
+        """Patient questions: per drug, per facet, with what was found and what was not."""
+
     def __init__(
         self,
         *,
@@ -95,10 +133,18 @@ class AskFinal(_message.Message):
         trace_id: _builtins.str = ...,
         correlation_id: _builtins.str = ...,
         timings: _abc.Iterable[_common_pb2.StageTiming] | None = ...,
+        frame: _common_pb2.QueryFrame | None = ...,
+        route: _retrieval_pb2.Route.ValueType = ...,
+        quick_replies: _abc.Iterable[_builtins.str] | None = ...,
+        candidates: _abc.Iterable[_retrieval_pb2.IndicationCandidate] | None = ...,
+        assessments: _abc.Iterable[_retrieval_pb2.CandidateAssessment] | None = ...,
+        disclaimer: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+        otel_trace_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decision", b"decision", "frame", b"frame"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer_text", b"answer_text", "citations", b"citations", "correlation_id", b"correlation_id", "decision", b"decision", "timings", b"timings", "trace_id", b"trace_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answer_text", b"answer_text", "assessments", b"assessments", "candidates", b"candidates", "citations", b"citations", "conversation_id", b"conversation_id", "correlation_id", b"correlation_id", "decision", b"decision", "disclaimer", b"disclaimer", "frame", b"frame", "otel_trace_id", b"otel_trace_id", "quick_replies", b"quick_replies", "route", b"route", "timings", b"timings", "trace_id", b"trace_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -27,7 +27,9 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class AnswerServiceStub:
-    """Grounded, cited answers streamed as verified blocks."""
+    """Grounded, cited answers streamed as verified blocks: progress events, then the answer blocks (each
+    claim already passed grounding and entailment), then one final message.
+    """
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
@@ -37,13 +39,17 @@ class AnswerServiceStub:
 
 @_typing.type_check_only
 class AnswerServiceAsyncStub(AnswerServiceStub):
-    """Grounded, cited answers streamed as verified blocks."""
+    """Grounded, cited answers streamed as verified blocks: progress events, then the answer blocks (each
+    claim already passed grounding and entailment), then one final message.
+    """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Ask: _aio.UnaryStreamMultiCallable[_answer_pb2.AskRequest, _answer_pb2.AskResponse]  # type: ignore[assignment]
 
 class AnswerServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Grounded, cited answers streamed as verified blocks."""
+    """Grounded, cited answers streamed as verified blocks: progress events, then the answer blocks (each
+    claim already passed grounding and entailment), then one final message.
+    """
 
     @_abc_1.abstractmethod
     def Ask(

@@ -153,6 +153,13 @@ class _DecisionReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Decisi
     """ABSTAIN: no corpus has been ingested yet."""
     DECISION_REASON_SMALLTALK: _DecisionReason.ValueType  # 25
     """ABSTAIN: greeting or small talk; no retrieval was done."""
+    DECISION_REASON_EMERGENCY: _DecisionReason.ValueType  # 26
+    """ABSTAIN: the question signals an emergency (an overdose or poisoning that has happened, a child who
+    swallowed medicine, a severe allergic reaction, intent to self-harm): the message says to seek urgent
+    care now; the drug's overdose section is attached as evidence when a drug is named.
+    """
+    DECISION_REASON_HARMFUL_REQUEST: _DecisionReason.ValueType  # 27
+    """ABSTAIN: the question seeks to cause harm to someone; refused without retrieval."""
 
 class DecisionReason(_DecisionReason, metaclass=_DecisionReasonEnumTypeWrapper):
     """Machine-readable reason for a decision: one value per terminal state."""
@@ -210,6 +217,13 @@ DECISION_REASON_CORPUS_NOT_LOADED: DecisionReason.ValueType  # 24
 """ABSTAIN: no corpus has been ingested yet."""
 DECISION_REASON_SMALLTALK: DecisionReason.ValueType  # 25
 """ABSTAIN: greeting or small talk; no retrieval was done."""
+DECISION_REASON_EMERGENCY: DecisionReason.ValueType  # 26
+"""ABSTAIN: the question signals an emergency (an overdose or poisoning that has happened, a child who
+swallowed medicine, a severe allergic reaction, intent to self-harm): the message says to seek urgent
+care now; the drug's overdose section is attached as evidence when a drug is named.
+"""
+DECISION_REASON_HARMFUL_REQUEST: DecisionReason.ValueType  # 27
+"""ABSTAIN: the question seeks to cause harm to someone; refused without retrieval."""
 Global___DecisionReason: _TypeAlias = DecisionReason  # noqa: Y015
 
 class _TurnType:
@@ -424,12 +438,21 @@ class Citation(_message.Message):
     SECTION_KEY_FIELD_NUMBER: _builtins.int
     SECTION_TITLE_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    DRUG_NAME_FIELD_NUMBER: _builtins.int
+    PAGES_FIELD_NUMBER: _builtins.int
     chunk_id: _builtins.str
     drug_id: _builtins.str
     section_key: _builtins.str
     section_title: _builtins.str
+    drug_name: _builtins.str
     @_builtins.property
-    def source(self) -> Global___SourceRef: ...
+    def source(self) -> Global___SourceRef:
+        """The first page of the chunk (document id, physical and printed page)."""
+
+    @_builtins.property
+    def pages(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceRef]:
+        """Every page the chunk lies on."""
+
     def __init__(
         self,
         *,
@@ -438,10 +461,12 @@ class Citation(_message.Message):
         section_key: _builtins.str = ...,
         section_title: _builtins.str = ...,
         source: Global___SourceRef | None = ...,
+        drug_name: _builtins.str = ...,
+        pages: _abc.Iterable[Global___SourceRef] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["source", b"source"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "drug_id", b"drug_id", "section_key", b"section_key", "section_title", b"section_title", "source", b"source"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "drug_id", b"drug_id", "drug_name", b"drug_name", "pages", b"pages", "section_key", b"section_key", "section_title", b"section_title", "source", b"source"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -601,6 +626,35 @@ class QueryFrame(_message.Message):
 Global___QueryFrame: _TypeAlias = QueryFrame  # noqa: Y015
 
 @_typing.final
+class ClaimSupport(_message.Message):
+    """Where a claim's support lies inside one cited chunk: [start, end) in Unicode code points of the chunk's
+    text (Evidence.text), so a client can highlight the exact source sentence.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHUNK_ID_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    chunk_id: _builtins.str
+    start: _builtins.int
+    end: _builtins.int
+    def __init__(
+        self,
+        *,
+        chunk_id: _builtins.str = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "end", b"end", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClaimSupport: _TypeAlias = ClaimSupport  # noqa: Y015
+
+@_typing.final
 class Claim(_message.Message):
     """One statement of an answer, with the chunk ids it rests on."""
 
@@ -608,18 +662,24 @@ class Claim(_message.Message):
 
     TEXT_FIELD_NUMBER: _builtins.int
     SOURCE_IDS_FIELD_NUMBER: _builtins.int
+    SUPPORT_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     @_builtins.property
     def source_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def support(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClaimSupport]:
+        """The supporting text of each cited chunk (one per source id, same order)."""
+
     def __init__(
         self,
         *,
         text: _builtins.str = ...,
         source_ids: _abc.Iterable[_builtins.str] | None = ...,
+        support: _abc.Iterable[Global___ClaimSupport] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["source_ids", b"source_ids", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["source_ids", b"source_ids", "support", b"support", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -635,11 +695,22 @@ class AnswerBlock(_message.Message):
     CLAIMS_FIELD_NUMBER: _builtins.int
     SECTION_KEY_FIELD_NUMBER: _builtins.int
     DRUG_ID_FIELD_NUMBER: _builtins.int
+    REQUIRES_VISUAL_CHECK_FIELD_NUMBER: _builtins.int
+    PAGES_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     title: _builtins.str
     section_key: _builtins.str
     drug_id: _builtins.str
+    requires_visual_check: _builtins.bool
+    """VERIFY_PDF: this evidence (a table, a 2-D formula) is never paraphrased; read it on these pages."""
+    note: _builtins.str
+    """Written by the service, not taken from the formulary, and never a claim: e.g. that no evidence was
+    found for a patient fact ("which does not mean it is safe"), or where to read a table.
+    """
     @_builtins.property
     def claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___Claim]: ...
+    @_builtins.property
+    def pages(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceRef]: ...
     def __init__(
         self,
         *,
@@ -647,10 +718,13 @@ class AnswerBlock(_message.Message):
         claims: _abc.Iterable[Global___Claim] | None = ...,
         section_key: _builtins.str = ...,
         drug_id: _builtins.str = ...,
+        requires_visual_check: _builtins.bool = ...,
+        pages: _abc.Iterable[Global___SourceRef] | None = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims", b"claims", "drug_id", b"drug_id", "section_key", b"section_key", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims", b"claims", "drug_id", b"drug_id", "note", b"note", "pages", b"pages", "requires_visual_check", b"requires_visual_check", "section_key", b"section_key", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

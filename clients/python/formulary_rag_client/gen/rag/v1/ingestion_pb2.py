@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from formulary_rag_client.gen.rag.v1 import common_pb2 as rag_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16rag/v1/ingestion.proto\x12\x06rag.v1\x1a\x13rag/v1/common.proto\"\x80\x01\n\rIngestRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nembed_only\x18\x02 \x01(\x08\x12\x1c\n\x14recompute_embeddings\x18\x03 \x01(\x08\x12\x12\n\ncheck_only\x18\x04 \x01(\x08\x12\x1b\n\x13\x61llow_gate_failures\x18\x05 \x01(\x08\"M\n\x0eIngestProgress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t\";\n\nGateResult\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x12\x10\n\x08\x65xamples\x18\x03 \x03(\t\"\xf4\x02\n\rIngestSummary\x12(\n\x08manifest\x18\x01 \x01(\x0b\x32\x16.rag.v1.CorpusManifest\x12!\n\x05gates\x18\x02 \x03(\x0b\x32\x12.rag.v1.GateResult\x12\x10\n\x08switched\x18\x03 \x01(\x08\x12\r\n\x05pages\x18\x04 \x01(\x03\x12\x1b\n\x13\x65mbeddings_computed\x18\x05 \x01(\x03\x12\x19\n\x11\x65mbeddings_cached\x18\x06 \x01(\x03\x12$\n\x07timings\x18\x07 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\t \x01(\t\x12\x17\n\x0fmonograph_count\x18\n \x01(\x03\x12\x15\n\rsection_count\x18\x0b \x01(\x03\x12\x13\n\x0b\x63hunk_count\x18\x0c \x01(\x03\x12\x13\n\x0b\x62lock_count\x18\r \x01(\x03\x12\x17\n\x0finferred_folios\x18\x0e \x01(\x03\"o\n\x0eIngestResponse\x12*\n\x08progress\x18\x01 \x01(\x0b\x32\x16.rag.v1.IngestProgressH\x00\x12(\n\x07summary\x18\x02 \x01(\x0b\x32\x15.rag.v1.IngestSummaryH\x00\x42\x07\n\x05\x65vent\"6\n\x0eUploadMetadata\x12\x10\n\x08\x66ilename\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\"\\\n\x15UploadDocumentRequest\x12*\n\x08metadata\x18\x01 \x01(\x0b\x32\x16.rag.v1.UploadMetadataH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"_\n\x16UploadDocumentResponse\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x03\x12\x0e\n\x06sha256\x18\x04 \x01(\t\"\x12\n\x10GetCorpusRequest\"M\n\x11GetCorpusResponse\x12(\n\x08manifest\x18\x01 \x01(\x0b\x32\x16.rag.v1.CorpusManifest\x12\x0e\n\x06loaded\x18\x02 \x01(\x08\x32\xe2\x01\n\x10IngestionService\x12\x39\n\x06Ingest\x12\x15.rag.v1.IngestRequest\x1a\x16.rag.v1.IngestResponse0\x01\x12Q\n\x0eUploadDocument\x12\x1d.rag.v1.UploadDocumentRequest\x1a\x1e.rag.v1.UploadDocumentResponse(\x01\x12@\n\tGetCorpus\x12\x18.rag.v1.GetCorpusRequest\x1a\x19.rag.v1.GetCorpusResponseB6\n\x13vn.formulary.rag.v1P\x01Z\x1d\x66ormularyrag/gen/rag/v1;ragv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16rag/v1/ingestion.proto\x12\x06rag.v1\x1a\x13rag/v1/common.proto\"\x80\x01\n\rIngestRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nembed_only\x18\x02 \x01(\x08\x12\x1c\n\x14recompute_embeddings\x18\x03 \x01(\x08\x12\x12\n\ncheck_only\x18\x04 \x01(\x08\x12\x1b\n\x13\x61llow_gate_failures\x18\x05 \x01(\x08\"M\n\x0eIngestProgress\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04\x64one\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x0f\n\x07message\x18\x04 \x01(\t\";\n\nGateResult\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x12\x10\n\x08\x65xamples\x18\x03 \x03(\t\"\xe6\x03\n\rIngestSummary\x12(\n\x08manifest\x18\x01 \x01(\x0b\x32\x16.rag.v1.CorpusManifest\x12!\n\x05gates\x18\x02 \x03(\x0b\x32\x12.rag.v1.GateResult\x12\x10\n\x08switched\x18\x03 \x01(\x08\x12\r\n\x05pages\x18\x04 \x01(\x03\x12\x1b\n\x13\x65mbeddings_computed\x18\x05 \x01(\x03\x12\x19\n\x11\x65mbeddings_cached\x18\x06 \x01(\x03\x12$\n\x07timings\x18\x07 \x03(\x0b\x32\x13.rag.v1.StageTiming\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\t \x01(\t\x12\x17\n\x0fmonograph_count\x18\n \x01(\x03\x12\x15\n\rsection_count\x18\x0b \x01(\x03\x12\x13\n\x0b\x63hunk_count\x18\x0c \x01(\x03\x12\x13\n\x0b\x62lock_count\x18\r \x01(\x03\x12\x17\n\x0finferred_folios\x18\x0e \x01(\x03\x12\x1f\n\x17\x65mbed_chunks_per_second\x18\x0f \x01(\x01\x12\x19\n\x11\x65mbed_concurrency\x18\x10 \x01(\x03\x12\x34\n\x12\x66ull_book_estimate\x18\x11 \x01(\x0b\x32\x18.rag.v1.FullBookEstimate\"\xad\x01\n\x10\x46ullBookEstimate\x12\x12\n\nmonographs\x18\x01 \x01(\x03\x12\x11\n\tavailable\x18\x02 \x01(\x08\x12\x0c\n\x04note\x18\x03 \x01(\t\x12\r\n\x05pages\x18\x04 \x01(\x03\x12\x0e\n\x06\x63hunks\x18\x05 \x01(\x03\x12\x15\n\rparse_seconds\x18\x06 \x01(\x01\x12\x15\n\rembed_seconds\x18\x07 \x01(\x01\x12\x17\n\x0f\x65mbedding_model\x18\x08 \x01(\t\"o\n\x0eIngestResponse\x12*\n\x08progress\x18\x01 \x01(\x0b\x32\x16.rag.v1.IngestProgressH\x00\x12(\n\x07summary\x18\x02 \x01(\x0b\x32\x15.rag.v1.IngestSummaryH\x00\x42\x07\n\x05\x65vent\"6\n\x0eUploadMetadata\x12\x10\n\x08\x66ilename\x18\x01 \x01(\t\x12\x12\n\nsize_bytes\x18\x02 \x01(\x03\"\\\n\x15UploadDocumentRequest\x12*\n\x08metadata\x18\x01 \x01(\x0b\x32\x16.rag.v1.UploadMetadataH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"_\n\x16UploadDocumentResponse\x12\x13\n\x0b\x64ocument_id\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x03\x12\x0e\n\x06sha256\x18\x04 \x01(\t\"\x12\n\x10GetCorpusRequest\"M\n\x11GetCorpusResponse\x12(\n\x08manifest\x18\x01 \x01(\x0b\x32\x16.rag.v1.CorpusManifest\x12\x0e\n\x06loaded\x18\x02 \x01(\x08\x32\xe2\x01\n\x10IngestionService\x12\x39\n\x06Ingest\x12\x15.rag.v1.IngestRequest\x1a\x16.rag.v1.IngestResponse0\x01\x12Q\n\x0eUploadDocument\x12\x1d.rag.v1.UploadDocumentRequest\x1a\x1e.rag.v1.UploadDocumentResponse(\x01\x12@\n\tGetCorpus\x12\x18.rag.v1.GetCorpusRequest\x1a\x19.rag.v1.GetCorpusResponseB6\n\x13vn.formulary.rag.v1P\x01Z\x1d\x66ormularyrag/gen/rag/v1;ragv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,19 +40,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GATERESULT']._serialized_start=265
   _globals['_GATERESULT']._serialized_end=324
   _globals['_INGESTSUMMARY']._serialized_start=327
-  _globals['_INGESTSUMMARY']._serialized_end=699
-  _globals['_INGESTRESPONSE']._serialized_start=701
-  _globals['_INGESTRESPONSE']._serialized_end=812
-  _globals['_UPLOADMETADATA']._serialized_start=814
-  _globals['_UPLOADMETADATA']._serialized_end=868
-  _globals['_UPLOADDOCUMENTREQUEST']._serialized_start=870
-  _globals['_UPLOADDOCUMENTREQUEST']._serialized_end=962
-  _globals['_UPLOADDOCUMENTRESPONSE']._serialized_start=964
-  _globals['_UPLOADDOCUMENTRESPONSE']._serialized_end=1059
-  _globals['_GETCORPUSREQUEST']._serialized_start=1061
-  _globals['_GETCORPUSREQUEST']._serialized_end=1079
-  _globals['_GETCORPUSRESPONSE']._serialized_start=1081
-  _globals['_GETCORPUSRESPONSE']._serialized_end=1158
-  _globals['_INGESTIONSERVICE']._serialized_start=1161
-  _globals['_INGESTIONSERVICE']._serialized_end=1387
+  _globals['_INGESTSUMMARY']._serialized_end=813
+  _globals['_FULLBOOKESTIMATE']._serialized_start=816
+  _globals['_FULLBOOKESTIMATE']._serialized_end=989
+  _globals['_INGESTRESPONSE']._serialized_start=991
+  _globals['_INGESTRESPONSE']._serialized_end=1102
+  _globals['_UPLOADMETADATA']._serialized_start=1104
+  _globals['_UPLOADMETADATA']._serialized_end=1158
+  _globals['_UPLOADDOCUMENTREQUEST']._serialized_start=1160
+  _globals['_UPLOADDOCUMENTREQUEST']._serialized_end=1252
+  _globals['_UPLOADDOCUMENTRESPONSE']._serialized_start=1254
+  _globals['_UPLOADDOCUMENTRESPONSE']._serialized_end=1349
+  _globals['_GETCORPUSREQUEST']._serialized_start=1351
+  _globals['_GETCORPUSREQUEST']._serialized_end=1369
+  _globals['_GETCORPUSRESPONSE']._serialized_start=1371
+  _globals['_GETCORPUSRESPONSE']._serialized_end=1448
+  _globals['_INGESTIONSERVICE']._serialized_start=1451
+  _globals['_INGESTIONSERVICE']._serialized_end=1677
 # @@protoc_insertion_point(module_scope)

@@ -131,6 +131,9 @@ class IngestSummary(_message.Message):
     CHUNK_COUNT_FIELD_NUMBER: _builtins.int
     BLOCK_COUNT_FIELD_NUMBER: _builtins.int
     INFERRED_FOLIOS_FIELD_NUMBER: _builtins.int
+    EMBED_CHUNKS_PER_SECOND_FIELD_NUMBER: _builtins.int
+    EMBED_CONCURRENCY_FIELD_NUMBER: _builtins.int
+    FULL_BOOK_ESTIMATE_FIELD_NUMBER: _builtins.int
     switched: _builtins.bool
     """True when the new generation is now serving."""
     pages: _builtins.int
@@ -145,12 +148,20 @@ class IngestSummary(_message.Message):
     block_count: _builtins.int
     inferred_folios: _builtins.int
     """Pages whose printed page number was inferred from agreeing neighbours (none could be read there)."""
+    embed_chunks_per_second: _builtins.float
+    """Texts actually embedded per second in this run (cache hits excluded); 0 when none were embedded."""
+    embed_concurrency: _builtins.int
+    """Embedding batches allowed in flight at once (RAG_EMBED_CONCURRENCY, or the embedder's own choice)."""
     @_builtins.property
     def manifest(self) -> _common_pb2.CorpusManifest: ...
     @_builtins.property
     def gates(self) -> _containers.RepeatedCompositeFieldContainer[Global___GateResult]: ...
     @_builtins.property
     def timings(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.StageTiming]: ...
+    @_builtins.property
+    def full_book_estimate(self) -> Global___FullBookEstimate:
+        """The full book (RAG_FULL_BOOK_MONOGRAPHS monographs) with the configured embedder, from this run's rates."""
+
     def __init__(
         self,
         *,
@@ -168,14 +179,65 @@ class IngestSummary(_message.Message):
         chunk_count: _builtins.int = ...,
         block_count: _builtins.int = ...,
         inferred_folios: _builtins.int = ...,
+        embed_chunks_per_second: _builtins.float = ...,
+        embed_concurrency: _builtins.int = ...,
+        full_book_estimate: Global___FullBookEstimate | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["manifest", b"manifest"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["full_book_estimate", b"full_book_estimate", "manifest", b"manifest"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["block_count", b"block_count", "chunk_count", b"chunk_count", "document_id", b"document_id", "embeddings_cached", b"embeddings_cached", "embeddings_computed", b"embeddings_computed", "gates", b"gates", "inferred_folios", b"inferred_folios", "manifest", b"manifest", "message", b"message", "monograph_count", b"monograph_count", "pages", b"pages", "section_count", b"section_count", "switched", b"switched", "timings", b"timings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["block_count", b"block_count", "chunk_count", b"chunk_count", "document_id", b"document_id", "embed_chunks_per_second", b"embed_chunks_per_second", "embed_concurrency", b"embed_concurrency", "embeddings_cached", b"embeddings_cached", "embeddings_computed", b"embeddings_computed", "full_book_estimate", b"full_book_estimate", "gates", b"gates", "inferred_folios", b"inferred_folios", "manifest", b"manifest", "message", b"message", "monograph_count", b"monograph_count", "pages", b"pages", "section_count", b"section_count", "switched", b"switched", "timings", b"timings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___IngestSummary: _TypeAlias = IngestSummary  # noqa: Y015
+
+@_typing.final
+class FullBookEstimate(_message.Message):
+    """How long ingesting the full book would take, scaled from one run's measured rates."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MONOGRAPHS_FIELD_NUMBER: _builtins.int
+    AVAILABLE_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    PAGES_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    PARSE_SECONDS_FIELD_NUMBER: _builtins.int
+    EMBED_SECONDS_FIELD_NUMBER: _builtins.int
+    EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    monographs: _builtins.int
+    """Monographs in the full book."""
+    available: _builtins.bool
+    """False when this run embedded nothing (every embedding from the cache, check only): see note."""
+    note: _builtins.str
+    """Why it is unavailable, or what it is based on."""
+    pages: _builtins.int
+    """Pages and chunks of the full book, at this run's pages and chunks per monograph."""
+    chunks: _builtins.int
+    parse_seconds: _builtins.float
+    """Parse, segment, chunk and gates, at this run's pages per second."""
+    embed_seconds: _builtins.float
+    """Embedding, at this run's chunks per second with embedding_model (loading not included)."""
+    embedding_model: _builtins.str
+    def __init__(
+        self,
+        *,
+        monographs: _builtins.int = ...,
+        available: _builtins.bool = ...,
+        note: _builtins.str = ...,
+        pages: _builtins.int = ...,
+        chunks: _builtins.int = ...,
+        parse_seconds: _builtins.float = ...,
+        embed_seconds: _builtins.float = ...,
+        embedding_model: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["available", b"available", "chunks", b"chunks", "embed_seconds", b"embed_seconds", "embedding_model", b"embedding_model", "monographs", b"monographs", "note", b"note", "pages", b"pages", "parse_seconds", b"parse_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FullBookEstimate: _TypeAlias = FullBookEstimate  # noqa: Y015
 
 @_typing.final
 class IngestResponse(_message.Message):

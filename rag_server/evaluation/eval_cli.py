@@ -47,6 +47,8 @@ def add_eval_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per RPC (default 60)")
     p.add_argument("--no-warmup", action="store_true",
                    help="score the very first calls too (by default a few unscored calls warm the service)")
+    p.add_argument("--answers", action="store_true",
+                   help="also ask every question through AnswerService/Ask and score the answers")
     p.add_argument("--fail-under", type=float, default=None,
                    help="exit 1 when the service's section hit@1 (of any file) is below this value")
     p.set_defaults(func=cmd_eval)
@@ -110,10 +112,11 @@ async def served_drugs(target: str, timeout_s: float = 10.0) -> set[str] | None:
     """The drug ids the running service serves (None when it serves no corpus or cannot be asked)."""
     import grpc
 
+    from rag_server.client_channel import open_channel
     from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 
     try:
-        async with grpc.aio.insecure_channel(target) as channel:
+        async with open_channel(target) as channel:
             stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
             reply = await stub.ListDrugs(retrieval_pb2.ListDrugsRequest(), timeout=timeout_s)
     except grpc.aio.AioRpcError:
@@ -171,6 +174,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
              "route": o.route, "millis": round(o.millis, 2)}
             for o in outcomes
         ]
+        if args.answers:
+            from rag_server.evaluation.answers import run_answers, summarize_answers
+            from rag_server.evaluation.report import answers_table
+
+            answered = summarize_answers(
+                asyncio.run(run_answers(target, questions, args.concurrency, args.timeout))
+            )
+            console.print(answers_table(answered))
+            split["answers"] = answered.to_dict()
         data["splits"][path] = split
         if args.fail_under is not None and service.section_hit1.value < args.fail_under:
             value = service.section_hit1.value

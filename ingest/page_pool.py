@@ -1,0 +1,249 @@
+"""PDF pages read by a pool of processes, one per CPU core: the costly part of `build_chunks`.
+
+Reading a page (`ingest.parse.extract_page`: text, rules, grid tables) depends on that page alone, so a pool
+of worker processes, each opening the PDF file itself, reads ranges of pages; the pages come back in page
+order and everything after (furniture, folios, tables, reading order, segmentation) runs as before, so the
+result is the one reading them one by one gives (a test compares both). The workers check that the file is
+still the one hashed (size and modification time); otherwise, or when processes cannot be started or one
+dies, the pages are read in the calling process. Short documents are read there too: starting the
+processes (about half a second) costs more than it saves.
+
+Workers are fresh interpreters (`python -m ingest.page_worker`, tasks and results as pickles over pipes),
+not forked: safe in a multi-threaded server, and the caller's main script is never imported again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, cast
+
+import pymupdf
+
+from ingest.layout import Span, TextLine
+from ingest.parse import PageError, RawPage, extract_page
+
+log = logging.getLogger(__name__)
+
+MIN_PAGES = 96  # documents shorter than this are read in the calling process
+PAGES_PER_TASK = (8, 48)  # a task reads this many pages at least / at most (progress and balance)
+
+PageProgress = Callable[[int, int], None]
+
+
+def cpu_count() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def resolve_workers(requested: int) -> int:
+    """Worker processes for `requested` (0: one per core)."""
+    return requested if requested > 0 else cpu_count()
+
+
+@dataclass(frozen=True)
+class PdfFile:
+    """A PDF on disk as it was when it was read: the workers open it only if it is still the same."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str | Path) -> PdfFile:
+        stat = os.stat(path)
+        return cls(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+
+    def unchanged(self) -> bool:
+        try:
+            return PdfFile.of(self.path) == self
+        except OSError:
+            return False
+
+
+class SourceChanged(RuntimeError):
+    """The PDF file changed since it was hashed: a worker will not read it."""
+
+
+def task_ranges(total: int, workers: int) -> list[tuple[int, int]]:
+    """[first, last) page indexes of each task: about four tasks a worker, within PAGES_PER_TASK."""
+    low, high = PAGES_PER_TASK
+    size = max(low, min(high, -(-total // (workers * 4))))
+    return [(first, min(total, first + size)) for first in range(0, total, size)]
+
+
+PackedPage = tuple[Any, ...]  # a RawPage as plain tuples: quicker to pickle, unpickle and send
+
+
+def pack(raw: RawPage) -> PackedPage:
+    lines = [([tuple(span) for span in line.spans], line.bbox) for line in raw.lines]
+    return raw.page, raw.width, raw.height, lines, raw.horizontal, raw.tables, raw.words
+
+
+def unpack(packed: PackedPage) -> RawPage:
+    page, width, height, lines, horizontal, tables, words = packed
+    new = tuple.__new__
+    return RawPage(page, width, height, [TextLine([new(Span, span) for span in spans], page, bbox)
+                                         for spans, bbox in lines], horizontal, tables, words)
+
+
+@dataclass
+class ReadResult:
+    pages: list[PackedPage]
+    warnings: str
+    failed: tuple[int, str] | None = None  # (physical page, error) of a page that could not be read
+
+
+_OPEN: tuple[PdfFile, pymupdf.Document] | None = None  # a worker's open document
+
+
+def read_range(source: PdfFile, first: int, last: int) -> ReadResult:
+    """Pages [first, last) (0-based indexes) of the PDF, in a worker process."""
+    global _OPEN
+    if _OPEN is None or _OPEN[0] != source:
+        if not source.unchanged():
+            raise SourceChanged(source.path)
+        _OPEN = (source, pymupdf.open(source.path))
+    doc = _OPEN[1]
+    pymupdf.TOOLS.mupdf_warnings(reset=True)
+    pages: list[PackedPage] = []
+    for index in range(first, last):
+        try:
+            pages.append(pack(extract_page(doc.load_page(index), index + 1)))
+        except Exception as exc:  # PyMuPDF raises plain RuntimeError/ValueError subclasses
+            failed = (index + 1, f"{type(exc).__name__}: {exc}")
+            return ReadResult(pages, pymupdf.TOOLS.mupdf_warnings(), failed)
+    return ReadResult(pages, pymupdf.TOOLS.mupdf_warnings())
+
+
+class _Worker:
+    """One `python -m ingest.page_worker` process."""
+
+    def __init__(self) -> None:
+        root = str(Path(__file__).resolve().parent.parent)  # where the `ingest` package lives
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=path)
+        self.process = subprocess.Popen([sys.executable, "-m", "ingest.page_worker"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, env=env)
+
+    def run(self, task: tuple[PdfFile, int, int]) -> ReadResult:
+        from ingest.page_worker import receive, send
+
+        assert self.process.stdin is not None and self.process.stdout is not None
+        send(cast(BinaryIO, self.process.stdin), task)
+        result = receive(cast(BinaryIO, self.process.stdout))
+        if not isinstance(result, ReadResult):
+            raise RuntimeError(f"page worker: {result or 'ended without a result'}")
+        return result
+
+    def stop(self, kill: bool) -> None:
+        if kill:
+            self.process.kill()
+        elif self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+class _Tasks:
+    """Tasks handed to the workers as they ask, and their results in task order."""
+
+    def __init__(self, tasks: list[tuple[PdfFile, int, int]]) -> None:
+        self.tasks = tasks
+        self.results: list[ReadResult | None] = [None] * len(tasks)
+        self.failure: BaseException | None = None
+        self.next = 0
+        self.ready = threading.Condition()
+
+    def serve(self, worker: _Worker) -> None:
+        try:
+            while True:
+                with self.ready:
+                    if self.next >= len(self.tasks) or self.failure is not None:
+                        return
+                    index, self.next = self.next, self.next + 1
+                result = worker.run(self.tasks[index])
+                with self.ready:
+                    self.results[index] = result
+                    self.ready.notify_all()
+        except BaseException as exc:  # handed to the caller
+            with self.ready:
+                self.failure = self.failure or exc
+                self.ready.notify_all()
+
+    def result(self, index: int) -> ReadResult:
+        with self.ready:
+            self.ready.wait_for(lambda: self.results[index] is not None or self.failure is not None)
+            found = self.results[index]
+            if found is None:
+                assert self.failure is not None
+                raise self.failure
+            return found
+
+
+class PagePool:
+    """Reads the pages of one PDF file with `workers` processes; `warnings` collects MuPDF's warnings
+    from them (the caller checks them for damage, as it checks its own)."""
+
+    def __init__(self, source: PdfFile, workers: int) -> None:
+        self.source = source
+        self.workers = workers
+        self.warnings: list[str] = []
+
+    def usable(self, total: int) -> bool:
+        return self.workers > 1 and total >= MIN_PAGES
+
+    def read(self, total: int, progress: PageProgress | None = None) -> list[RawPage] | None:
+        """Every page in order; None when the pool cannot be used (the caller reads them itself). Raises
+        PageError for a page that cannot be read."""
+        if not self.usable(total):
+            return None
+        try:
+            return self._read(total, progress)
+        except PageError:
+            raise
+        except Exception as exc:  # no processes (a sandbox), the file changed, a worker died
+            log.warning("reading pages in %d processes failed (%s: %s); reading them here",
+                        self.workers, type(exc).__name__, exc)
+            self.warnings.clear()
+            return None
+
+    def _read(self, total: int, progress: PageProgress | None) -> list[RawPage]:
+        tasks = _Tasks([(self.source, first, last) for first, last in task_ranges(total, self.workers)])
+        workers: list[_Worker] = []
+        finished = False
+        try:
+            workers = [_Worker() for _ in range(min(self.workers, len(tasks.tasks)))]
+            for worker in workers:
+                threading.Thread(target=tasks.serve, args=(worker,), daemon=True).start()
+            pages: list[RawPage] = []
+            for index in range(len(tasks.tasks)):
+                result = tasks.result(index)
+                pages.extend(unpack(packed) for packed in result.pages)
+                if result.warnings:
+                    self.warnings.append(result.warnings)
+                if result.failed is not None:
+                    page, error = result.failed
+                    raise PageError(page, RuntimeError(error))
+                if progress is not None:
+                    progress(len(pages), total)
+            finished = True
+            return pages
+        finally:
+            for worker in workers:
+                worker.stop(kill=not finished)

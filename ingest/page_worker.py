@@ -1,0 +1,68 @@
+"""A page-reading worker process: `python -m ingest.page_worker` (started by `ingest.page_pool`).
+
+Reads tasks from stdin and writes results to stdout, each a length-prefixed pickle: a task is
+(PdfFile, first, last) page indexes, a result `ingest.page_pool.ReadResult`. It ends at the end of its
+input. Started as a module, not by multiprocessing, so it never imports the caller's main script.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import struct
+import sys
+from typing import TYPE_CHECKING, BinaryIO, cast
+
+if TYPE_CHECKING:
+    from ingest.page_pool import PdfFile
+
+_HEADER = struct.Struct("<Q")
+
+
+def send(stream: BinaryIO, item: object) -> None:
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def receive(stream: BinaryIO) -> object | None:
+    """The next item, or None at the end of the stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("truncated message")
+    item: object = pickle.loads(data)
+    return item
+
+
+def main() -> int:
+    # A worker keeps only the pages it returns; reference counting frees the rest, and the cyclic collector
+    # would spend a third of the time scanning the many small objects a page's text is made of.
+    gc.disable()
+    # `import pymupdf` also loads its optional layout analyser (an ONNX model, half a second); pages are
+    # read here without it (it only serves `Page.get_layout()`), so the worker starts twice as fast.
+    sys.modules.setdefault("pymupdf.layout", None)  # type: ignore[arg-type]
+    import pymupdf
+
+    from ingest.page_pool import read_range
+
+    pymupdf.no_recommend_layout()  # (it would suggest installing what was just left out)
+
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but results on the pipe
+    while (task := receive(source)) is not None:
+        pdf, first, last = cast("tuple[PdfFile, int, int]", task)
+        try:
+            result: object = read_range(pdf, first, last)
+        except Exception as exc:  # the file changed, or cannot be opened: the caller reads the pages itself
+            result = f"{type(exc).__name__}: {exc}"
+        send(sink, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Which fonts a page draws filled *and* stroked (synthetic bold), read from its content stream.
+
+MuPDF reports that text is filled and stroked only when its style collection is on, and that costs about
+ten times the rest of the page's text extraction: for every character it searches the characters already
+on the page for one printed at the same place (text printed twice is fake bold). Without it the characters,
+lines and spans come out the same, except that
+
+  * a character drawn filled and stroked (text render mode 2) is reported filled only, and the spans of one
+    font are not split where that changes;
+  * text printed twice at (nearly) the same place is kept twice instead of being merged;
+  * clipping modes (4-7) and ActualText replacements are handled slightly differently.
+
+`fill_stroke_fonts(page)` reads the content stream and returns the names of the fonts drawn in mode 2 when
+the page is simple enough for that to be the only difference, and each font is drawn in one way only (so a
+span's font says whether it is stroked); otherwise None, and the parser lets MuPDF collect the styles. The
+scan is conservative: annotations, Type3 fonts, form XObjects with text, inline images, marked ActualText,
+graphics states that set a font, a literal string it cannot tokenise, clipping render modes, and the same
+text shown twice in a row (fake bold by double printing) all answer None. The parser also re-reads a page
+with styles when a span's font is not one the scan knows, or when two lines with the same text overlap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+_STRING = rb"\((?:[^()\\]++|\\.)*+\)"  # possessive: a run of plain bytes at once
+_HEX = rb"<[0-9A-Fa-f\s]*>"
+_NUMBER = rb"[+-]?(?:\d+\.?\d*|\.\d+)(?![\d.])"
+_NUMBERS = rb"(?:" + _NUMBER + rb"\s+)"
+_DELIM = rb"(?=[\s/\[\]()<>{}%]|$)"
+# One token of interest per match. Every alternative starts at a token boundary (not inside a number), so
+# the engine skips the bytes in between quickly; strings are consumed whole, so nothing inside them counts.
+_TOKEN = re.compile(
+    rb"(?<![0-9.])(?=[%\[(</0-9+\-.TqQBDg'\")])(?:"
+    rb"(?P<comment>%[^\r\n]*)"
+    rb"|(?P<array>\[(?:\s*(?:" + _STRING + rb"|" + _HEX + rb"|" + _NUMBER + rb"))*\s*\])\s*TJ" + _DELIM
+    + rb"|(?P<show>(?:" + _STRING + rb"|" + _HEX + rb")\s*Tj)" + _DELIM
+    + rb"|(?P<string>" + _STRING + rb"|" + _HEX + rb")"
+    + rb"|(?P<font>/[^\s/\[\]()<>{}%]+\s+" + _NUMBER + rb")\s+Tf" + _DELIM
+    + rb"|(?P<name>/[^\s/\[\]()<>{}%]*)"
+    + rb"|(?P<mode>" + _NUMBER + rb")\s+Tr" + _DELIM
+    + rb"|(?P<move>" + _NUMBERS + rb"{1,6}(?:Td|TD|Tm|TL|cm))" + _DELIM
+    + rb"|(?<![^\s\[\]()<>{}/%])(?P<op>Tj|TJ|T\*|'|\"|q|Q|BT|BI|Do|gs)" + _DELIM
+    + rb"|(?P<bad>[()]))",
+    re.S,
+)
+_ARITY = {b"Td": 2, b"TD": 2, b"Tm": 6, b"TL": 1}
+_NEXT_LINE = b"T*"
+SAME_IN_BOTH = frozenset({0, 1, 3})  # fill, stroke, invisible: reported alike with or without styles
+FILL_STROKE = 2
+NEAR = 0.25  # x font size: the same text shown again this close to where it was shown is fake bold
+
+Matrix = tuple[float, float, float, float, float, float]
+_IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+
+
+class _Shown(NamedTuple):
+    """Text shown, and enough to find where (only needed when the next text shown is the same): the
+    positioning operators of its text object up to it, the leading when that object began, the font size."""
+
+    font: str
+    operand: bytes
+    moves: list[bytes]
+    upto: int  # how many of `moves` precede it
+    leading: float
+    size: float
+
+    def origin(self) -> tuple[float, float, float] | None:
+        """(x, y, scale) of the text line's start in text space scaled by the matrix; None if unreadable."""
+        a, b, c, d, e, f = _IDENTITY
+        leading = self.leading
+        for move in self.moves[: self.upto]:
+            if move == _NEXT_LINE:
+                args, verb = [0.0, -leading], b"Td"
+            else:
+                *numbers, verb = move.split()
+                if len(numbers) != _ARITY[verb]:
+                    return None
+                args = [float(x) for x in numbers]
+            if verb == b"Tm":
+                a, b, c, d, e, f = args
+            elif verb == b"TL":
+                leading = args[0]
+            else:
+                tx, ty = args
+                if verb == b"TD":
+                    leading = -ty
+                e, f = e + tx * a + ty * c, f + tx * b + ty * d
+        return e, f, max(abs(self.size * d), abs(self.size * a), 1.0)
+
+    def near(self, other: _Shown) -> bool:
+        here, there = self.origin(), other.origin()
+        if here is None or there is None:
+            return True  # cannot tell: treat as printed twice
+        return abs(here[0] - there[0]) <= NEAR * here[2] and abs(here[1] - there[1]) <= NEAR * here[2]
+
+
+@dataclass(frozen=True)
+class PageFonts:
+    """What the content scan found: the names of the fonts drawn filled and stroked, and of the others."""
+
+    fill_stroke: frozenset[str]
+    plain: frozenset[str]
+
+    def stroked(self, span_font: str) -> bool | None:
+        """Whether a span in this font is filled and stroked; None when the name is not the page's (PyMuPDF
+        cuts long font names short, so a span's name may be the start of a font's) or could be either."""
+        if span_font in self.fill_stroke or span_font in self.plain:
+            return span_font in self.fill_stroke
+        names = self.fill_stroke | self.plain
+        hits = {name in self.fill_stroke for name in names if name.startswith(span_font)}
+        return hits.pop() if len(hits) == 1 else None
+
+
+def span_font_name(basefont: str) -> str:
+    """A font's name as PyMuPDF reports it in spans: without the subset tag ("ABCDEF+")."""
+    return basefont.split("+", 1)[1] if "+" in basefont else basefont
+
+
+@dataclass
+class StreamModes:
+    """Font resource name -> the text render modes it is shown in; and whether the stream paints an
+    XObject (`Do`) or sets a graphics state (`gs`), whose resources the caller checks."""
+
+    modes: dict[str, set[int]]
+    paints_xobject: bool = False
+    sets_state: bool = False
+
+
+def scan_modes(content: bytes) -> StreamModes | None:
+    """The render modes of a content stream's text, font by font; None when the stream holds something the
+    scan does not follow (see the module doc)."""
+    if b"/ActualText" in content:
+        return None
+    out = StreamModes({})
+    font, mode, size, leading = "", 0, 0.0, 0.0
+    stack: list[tuple[str, int, float, float]] = []
+    moves: list[bytes] = []  # positioning operators of the current text object
+    leading_at_bt = 0.0
+    moved = False  # the coordinate system changed (cm, Q) since the last text shown
+    last: _Shown | None = None
+    pending: bytes | None = None
+    for match in _TOKEN.finditer(content):
+        kind = match.lastgroup
+        if kind == "string":
+            pending = match.group(kind)
+            continue
+        if kind == "comment" or kind == "name":
+            continue
+        if kind == "bad":
+            return None
+        op = match.group("op")
+        if kind == "show" or kind == "array" or op in (b"'", b'"', b"Tj"):
+            shown = match.group(kind) if kind == "show" or kind == "array" else pending
+            if shown is None:
+                return None  # an operand the scan did not read
+            if op is not None and op != b"Tj":
+                moves.append(_NEXT_LINE)
+            now = _Shown(font, shown, moves, len(moves), leading_at_bt, size)
+            if last is not None and last.font == font and last.operand == shown and (moved or now.near(last)):
+                return None  # the same text shown again where it was: fake bold by printing twice
+            last, moved = now, False
+            out.modes.setdefault(font, set()).add(mode)
+        elif kind == "font":
+            name, points = match.group(kind).split()
+            font, size = name[1:].decode("latin-1"), float(points)
+        elif kind == "mode":
+            mode = int(float(match.group(kind)))
+        elif kind == "move":
+            move = match.group(kind)
+            if move.endswith(b"cm"):
+                moved = True
+            else:
+                moves.append(move)
+                if move.endswith(b"TL") or move.endswith(b"TD"):
+                    numbers = move.split()[:-1]
+                    leading = float(numbers[0]) if len(numbers) == 1 else -float(numbers[-1])
+        elif op == b"T*":
+            moves.append(_NEXT_LINE)
+        elif op == b"BT":
+            moves, leading_at_bt = [], leading
+        elif op == b"q":
+            stack.append((font, mode, size, leading))
+        elif op == b"Q":
+            if stack:
+                font, mode, size, leading = stack.pop()
+            moved = True
+        elif op == b"TJ" or op == b"BI":
+            return None  # an array the scan did not read; an inline image (binary data)
+        elif op == b"Do":
+            out.paints_xobject = True
+        else:
+            out.sets_state = True
+        pending = None
+    return out
+
+
+def fill_stroke_fonts(page: Any) -> PageFonts | None:
+    """The fonts a PyMuPDF page draws filled and stroked, when its content scan says that is all the style
+    collection would add (see the module doc); else None."""
+    if page.first_annot is not None or page.first_widget is not None:
+        return None
+    doc = page.parent
+    scanned = scan_modes(b"\n".join(doc.xref_stream(xref) or b"" for xref in page.get_contents()))
+    if scanned is None:
+        return None
+    if scanned.paints_xobject and any(b"BT" in (doc.xref_stream(x[0]) or b"") for x in page.get_xobjects()):
+        return None
+    if scanned.sets_state and _state_sets_font(doc, page.xref):
+        return None
+    names: dict[str, str] = {}
+    for _xref, _ext, kind, basefont, resource, *_ in page.get_fonts(full=True):
+        if kind == "Type3" or (resource in names and names[resource] != span_font_name(basefont)):
+            return None
+        names[resource] = span_font_name(basefont)
+    by_name: dict[str, set[int]] = {}
+    for resource, modes in scanned.modes.items():
+        if resource not in names or not modes <= SAME_IN_BOTH | {FILL_STROKE}:
+            return None
+        by_name.setdefault(names[resource], set()).update(modes)
+    if any(FILL_STROKE in modes and len(modes) > 1 for modes in by_name.values()):
+        return None  # one font both filled and stroked and not: only the style collection can tell spans
+    stroked = frozenset(n for n, m in by_name.items() if FILL_STROKE in m)
+    return PageFonts(stroked, frozenset(names.values()) - stroked)
+
+
+def _state_sets_font(doc: Any, page_xref: int) -> bool:
+    """A graphics state (ExtGState) among the page's resources that sets a font (`/Font`): the scan would
+    not see that font change."""
+    if doc.xref_get_key(page_xref, "Resources")[0] == "null":
+        return True  # resources inherited from the page tree: not followed
+    kind, value = doc.xref_get_key(page_xref, "Resources/ExtGState")
+    if kind == "null":
+        return False
+    text = value
+    if kind == "xref":
+        text = doc.xref_object(int(value.split()[0]), compressed=True)
+    for ref in re.findall(r"(\d+) 0 R", text):
+        if "/Font" in doc.xref_object(int(ref), compressed=True):
+            return True
+    return "/Font" in text

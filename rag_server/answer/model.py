@@ -1,0 +1,132 @@
+"""What the answer pipeline passes around and what it streams (domain types; api/convert_answer.py makes
+the protobuf)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from rag_server.domain import Chunk, Decision, SourceRef
+from rag_server.retrieval.results import AssessmentResult, IndicationCandidate, Route
+from rag_server.understanding.frame import QueryFrame
+
+
+@dataclass(frozen=True)
+class Support:
+    """Where a claim's support lies inside one cited chunk: [start, end) in code points of its text."""
+
+    chunk_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A verified statement: it passed grounding and entailment against the chunks it cites."""
+
+    text: str
+    source_ids: tuple[str, ...]
+    support: tuple[Support, ...] = ()
+
+
+@dataclass(frozen=True)
+class Block:
+    """A titled group of verified claims (one per section or topic), or a VERIFY_PDF notice."""
+
+    title: str
+    claims: tuple[Claim, ...] = ()
+    section_key: str = ""
+    drug_id: str = ""
+    requires_visual_check: bool = False
+    pages: tuple[SourceRef, ...] = ()
+    note: str = ""  # service-written, never a claim
+
+
+@dataclass(frozen=True)
+class Citation:
+    chunk_id: str
+    drug_id: str
+    drug_name: str
+    section_key: str
+    section_title: str
+    pages: tuple[SourceRef, ...]
+
+
+class Stage(StrEnum):
+    UNDERSTOOD = "understood"
+    EVIDENCE_RETRIEVED = "evidence_retrieved"
+    GENERATING = "generating"
+    VERIFYING = "verifying"
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: Stage
+    message: str = ""
+
+
+@dataclass
+class Final:
+    """The last event of an Ask: the decision and everything a client shows with it."""
+
+    decision: Decision
+    citations: list[Citation] = field(default_factory=list)
+    answer_text: str = ""
+    frame: QueryFrame | None = None
+    route: Route = Route.NONE
+    quick_replies: list[str] = field(default_factory=list)
+    candidates: list[IndicationCandidate] = field(default_factory=list)
+    assessment: AssessmentResult | None = None
+    disclaimer: str = ""
+    trace_id: str = ""
+    conversation_id: str = ""
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+
+AskEvent = Progress | Block | Final
+
+
+class Plan(StrEnum):
+    """How the evidence of a route is presented (the generator's instructions)."""
+
+    WHOLE_SECTION = "whole_section"  # every part of the section, in part order, never truncated
+    OVERVIEW = "overview"  # the intro sections
+    MOST_RELEVANT = "most_relevant"  # free-form: the most relevant sentences within the budget
+    INDICATION_LIST = "indication_list"  # the drugs whose Chỉ định names the condition (no ranking)
+    PATIENT_FACETS = "patient_facets"  # per drug, per facet; where nothing was found, said plainly
+    URGENT = "urgent"  # emergency: the overdose section as it stands
+
+
+@dataclass(frozen=True)
+class EvidenceBlock:
+    """One numbered evidence block a generator sees ([1], [2], ...). `title` names the answer block its
+    claims go to (blocks with the same title form one); `focus` is what to look for in it (the condition
+    of an indication lookup, the patient fact of a facet)."""
+
+    number: int
+    chunk: Chunk
+    title: str = ""
+    focus: str = ""
+
+
+@dataclass(frozen=True)
+class DraftClaim:
+    """A generator's claim before verification: its text and the evidence block numbers it cites."""
+
+    text: str
+    sources: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Draft:
+    claims: tuple[DraftClaim, ...]
+    evidence_sufficient: bool
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    question: str
+    plan: Plan
+    evidence: tuple[EvidenceBlock, ...]
+    max_claims: int
+    missing: tuple[int, ...] = ()  # a repair: evidence blocks the previous draft left out

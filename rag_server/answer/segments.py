@@ -1,0 +1,66 @@
+"""Sentences and list items of a chunk's text, with their spans: what an extractive claim is made of and
+where a claim's support is highlighted.
+
+A segment ends at a sentence end (". ", "? ", "! " before a capital, a digit or a bullet), at a line
+break, or at "; " between the items of a list; a decimal comma or point ("2,5 mg", "1.000") never ends
+one. Bullets and list numbers stay out of the segment's text ("- Suy thận nặng." -> "Suy thận nặng.").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag_server.text.match import word_forms
+
+_BREAK = re.compile(
+    r"(?<=[.!?…])\s+(?=[\"“(\[]?[A-ZÀ-Ỹ0-9•\-–])"  # a sentence end before a capital, digit or bullet
+    r"|\s*\n\s*"  # a line break
+    r"|(?<=;)\s+"  # list items separated by semicolons
+)
+_LEAD = re.compile(r"^(?:[-–•·*+]|\(?\d{1,2}[.)]|[a-zđ][.)])\s+")
+
+
+@dataclass(frozen=True)
+class Segment:
+    text: str
+    start: int
+    end: int
+
+    def words(self) -> set[str]:
+        """Folded words of the segment (punctuation dropped)."""
+        return {folded for raw, folded in word_forms(self.text) if any(c.isalnum() for c in raw)}
+
+
+_MARKER = re.compile(r"^(?:\(?\d{1,2}[.)]|[a-zđ][.)])$")  # a list number standing alone ("1.", "b)")
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    """(start, end) between breaks; a list number alone joins the piece after it."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in [*_BREAK.finditer(text), None]:
+        end = m.start() if m is not None else len(text)
+        if spans and _MARKER.match(text[spans[-1][0]:spans[-1][1]].strip()):
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((pos, end))
+        if m is not None:
+            pos = m.end()
+    return spans
+
+
+def segments(text: str) -> list[Segment]:
+    """The segments of `text` in order; each `text[start:end] == segment.text`, trimmed, non-empty."""
+    out: list[Segment] = []
+    for pos, end in _pieces(text):
+        piece = text[pos:end]
+        start = pos + len(piece) - len(piece.lstrip())
+        body = text[start:end].rstrip()
+        bullet = _LEAD.match(body)
+        if bullet:
+            start += bullet.end()
+            body = body[bullet.end():]
+        if any(c.isalnum() for c in body):
+            out.append(Segment(body, start, start + len(body)))
+    return out

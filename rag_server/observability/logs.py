@@ -1,0 +1,207 @@
+"""Logs of `rag-server serve`: text (default) or one JSON object per line (RAG_LOG_FORMAT=json), and
+question text kept out of every line unless RAG_LOG_QUESTIONS=true.
+
+A JSON line: {"time", "level", "logger", "message", "correlation_id"} (the call's x-correlation-id, "" outside
+a call), "caller" (the authenticated key's name, when the security gates set one), "exception" (a
+traceback, when there is one).
+
+Question text: no log call of the service writes a question on purpose, but an exception message can
+echo one (a provider's error quoting the request, a database error quoting a value). The servicers note
+each call's question text (`hooks.note_question`); `QuestionRedactor`, a filter on the handler, replaces
+every run of three or more of its words (compared without case and diacritics, so a cut or a reworded copy
+is found too) in the message and the traceback of every record of that call (its worker threads and
+background tasks included) with `[question redacted]`. `redact_question(text)` is the helper
+for a log call that wants to mention a question: the text when allowed, else its length only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import re
+import unicodedata
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import IO, Any
+
+from rag_server.config import Settings
+from rag_server.observability.hooks import current_questions
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+REDACTED = "[question redacted]"
+MIN_SCRUB_CHARS = 4  # a one-word question shorter than this ("ok") is not searched for
+SHARED_WORDS = 3  # words in a row a log line must share with the question to be redacted
+
+_allow_questions = False
+
+
+def redact_question(text: str) -> str:
+    """`text` when RAG_LOG_QUESTIONS=true, else a placeholder with its length."""
+    return text if _allow_questions else f"[question redacted: {len(text)} chars]"
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _fold(word: str) -> str:
+    """Case and diacritics folded ("Buồn" -> "buon", "đ" -> "d"): a provider may see a folded question."""
+    decomposed = unicodedata.normalize("NFD", word.casefold().replace("đ", "d"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _scrub(message: str, texts: tuple[str, ...]) -> str:
+    """`message` with every run of words it shares with one of `texts` (at least SHARED_WORDS words in a
+    row, or the whole text when it is shorter) replaced by REDACTED. Words are compared folded, so a cut, a
+    rewording around the question's own words (a route dropping the drug name) or a folded copy is found."""
+    for text in texts:
+        words = [_fold(w) for w in _WORD.findall(text)]
+        if not words or (len(words) == 1 and len(words[0]) < MIN_SCRUB_CHARS):
+            continue
+        n = min(SHARED_WORDS, len(words))
+        grams = {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+        tokens = list(_WORD.finditer(message))
+        folded = [_fold(m.group()) for m in tokens]
+        covered = [False] * len(tokens)
+        for i in range(len(tokens) - n + 1):
+            if tuple(folded[i:i + n]) in grams:
+                covered[i:i + n] = [True] * n
+        if not any(covered):
+            continue
+        out: list[str] = []
+        last = 0
+        i = 0
+        while i < len(tokens):
+            if not covered[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(tokens) and covered[j + 1]:
+                j += 1
+            out += [message[last:tokens[i].start()], REDACTED]
+            last = tokens[j].end()
+            i = j + 1
+        out.append(message[last:])
+        message = "".join(out)
+    return message
+
+
+class QuestionRedactor(logging.Filter):
+    """Removes the current call's question text from a record (message, traceback, stack)."""
+
+    def __init__(self, allow: bool = False) -> None:
+        super().__init__()
+        self.allow = allow
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.allow:
+            return True
+        try:
+            texts = current_questions()
+            if not texts:
+                return True
+            message = record.getMessage()
+            scrubbed = _scrub(message, texts)
+            if scrubbed != message:
+                record.msg, record.args = scrubbed, None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = _scrub(record.exc_text, texts)
+            if record.stack_info:
+                record.stack_info = _scrub(record.stack_info, texts)
+        except Exception:  # a log line is never lost to the filter
+            pass
+        return True
+
+
+# Where the security gates keep the authenticated caller (read only when importable; never created here).
+_CALLER_MODULES = ("rag_server.security.context", "rag_server.security.auth", "rag_server.security.keys",
+                   "rag_server.security")
+_CALLER_NAMES = ("current_caller", "caller_var", "current_caller_var", "current_key")
+_caller_source: list[Callable[[], Any] | None] = []
+
+
+def _find_caller_source() -> Callable[[], Any] | None:
+    for module_name in _CALLER_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            continue
+        for name in _CALLER_NAMES:
+            found = getattr(module, name, None)
+            if found is None:
+                continue
+            get = getattr(found, "get", None)
+            if callable(get) and hasattr(found, "set"):  # a ContextVar
+                return functools.partial(get, None)
+            if callable(found):
+                return found  # type: ignore[no-any-return]
+    return None
+
+
+def current_caller() -> str:
+    """The authenticated key's name of the current call, "" when none (or no security module)."""
+    if not _caller_source:
+        _caller_source.append(_find_caller_source())
+    source = _caller_source[0]
+    if source is None:
+        return ""
+    try:
+        value = source()
+    except Exception:
+        return ""
+    if value is None or isinstance(value, str):
+        return value or ""
+    for attribute in ("name", "key_name", "key_id"):
+        named = getattr(value, attribute, None)
+        if isinstance(named, str) and named:
+            return named
+    return ""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rag_server.api.calls import current_correlation_id
+
+        self._correlation_id = current_correlation_id
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "correlation_id": self._correlation_id(),
+        }
+        caller = current_caller()
+        if caller:
+            out["caller"] = caller
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            out["exception"] = record.exc_text
+        if record.stack_info:
+            out["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+def make_handler(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
+    """A stream handler (stderr by default) with the configured format and the question filter."""
+    global _allow_questions
+    _allow_questions = settings.log_questions
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.addFilter(QuestionRedactor(allow=settings.log_questions))
+    return handler
+
+
+def configure_logging(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
+    """The root logger of `rag-server serve`: RAG_LOG_LEVEL, RAG_LOG_FORMAT, RAG_LOG_QUESTIONS."""
+    handler = make_handler(settings, stream)
+    logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
+    return handler

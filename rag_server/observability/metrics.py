@@ -1,0 +1,299 @@
+"""Prometheus metrics of one server, in its own CollectorRegistry (several servers in one process never
+share a series), served at http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics.
+
+Per call the cost is one dict lookup and one histogram observation: the labelled children are cached per
+(method, code) and per (method, decision). Values that already exist elsewhere are read at scrape time
+(calls in flight, the reranker's breaker, the running ingest's progress), never pushed per call. Nothing
+here raises into a call: a failing metric is logged once and skipped.
+
+    rag_rpc_duration_seconds{service, method, code}           histogram, every RPC (health included)
+    rag_rpc_in_flight                                         gauge, calls being served now
+    rag_decisions_total{service, method, kind, reason}        Retrieve, LookupIndication, AssessPatient, Ask
+    rag_provider_duration_seconds{provider, name, operation}  embedder, reranker, understander, generator,
+                                                              judge
+    rag_provider_errors_total{provider, name, operation, error}
+    rag_store_duration_seconds{operation}                     scroll, count, search_dense/sparse/hybrid
+    rag_reranker_breaker_state{reranker, state}               1 for the breaker's current state, else 0
+    rag_reranker_breaker_consecutive_failures{reranker}
+    rag_ingest_running                                        1 while an Ingest call runs
+    rag_ingest_stage_info{stage}                              the running (or last) ingest's stage
+    rag_ingest_stage_done / rag_ingest_stage_total            its progress within that stage
+    rag_ingest_chunks_per_second                              embedding rate of the running (or last) ingest
+    rag_ingest_runs_total{result}                             Ingest runs ended, by status ("ok", ...)
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import grpc
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from rag_server.observability.hooks import decision_labels, decision_var
+
+log = logging.getLogger("rag_server.observability")
+
+RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+               60.0)
+PROVIDER_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                    60.0)
+STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+INGEST_METHOD = "/rag.v1.IngestionService/Ingest"
+# Set in the context of the Ingest call that reports progress: only that call's end ends the running ingest
+# (a second Ingest refused with ABORTED meanwhile must not).
+_reporting: contextvars.ContextVar[bool] = contextvars.ContextVar("rag_ingest_reporting", default=False)
+BREAKER_STATES = ("closed", "open", "half_open", "disabled")
+
+
+def split_method(method: str) -> tuple[str, str]:
+    """"/rag.v1.RetrievalService/Retrieve" -> ("rag.v1.RetrievalService", "Retrieve")."""
+    service, _, name = method.lstrip("/").rpartition("/")
+    return service, name
+
+
+class _Once:
+    """Log a failing metric once per place, then stay quiet (metrics never fail or flood anything)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def __call__(self, where: str) -> None:
+        if where not in self._seen:
+            self._seen.add(where)
+            log.warning("metrics: %s failed (skipped from now on silently)", where, exc_info=True)
+
+
+class IngestProgress:
+    """The running ingest's stage and progress, written by the Ingest servicer on the event loop and read
+    by the scrape thread."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._clock = clock
+        self.running = False
+        self.stage = ""
+        self.done = 0
+        self.total = 0
+        self.chunks_per_second = 0.0
+        self._embed_start: tuple[int, float] | None = None
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        now = self._clock()
+        with self._lock:
+            if not self.running:  # a new ingest: forget the last one's rate
+                self.running, self.chunks_per_second, self._embed_start = True, 0.0, None
+            self.stage, self.done, self.total = stage, done, total
+            if stage == "embed":
+                if self._embed_start is None:
+                    self._embed_start = (done, now)  # the first event: cached embeddings, and when work began
+                else:
+                    first, began = self._embed_start
+                    if now > began and done > first:
+                        self.chunks_per_second = (done - first) / (now - began)
+
+    def ended(self) -> None:
+        with self._lock:
+            self.running = False
+
+    def snapshot(self) -> tuple[bool, str, int, int, float]:
+        with self._lock:
+            return self.running, self.stage, self.done, self.total, self.chunks_per_second
+
+
+class _IngestCollector(Collector):
+    def __init__(self, ingest: IngestProgress, failed: _Once) -> None:
+        self.ingest = ingest
+        self.failed = failed
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            running, stage, done, total, rate = self.ingest.snapshot()
+        except Exception:  # pragma: no cover - fail-open
+            self.failed("ingest collector")
+            return
+        yield GaugeMetricFamily("rag_ingest_running", "1 while an Ingest call runs.",
+                                value=int(running))
+        info = GaugeMetricFamily("rag_ingest_stage_info", "Stage of the running (or last) ingest.",
+                                 labels=("stage",))
+        if stage:
+            info.add_metric((stage,), 1)
+        yield info
+        yield GaugeMetricFamily("rag_ingest_stage_done", "Items done in that stage.", value=done)
+        yield GaugeMetricFamily("rag_ingest_stage_total", "Items of that stage.", value=total)
+        yield GaugeMetricFamily(
+            "rag_ingest_chunks_per_second",
+            "Embedding rate of the running (or last) ingest, chunks per second.",
+            value=rate,
+        )
+
+
+class _BreakerCollector(Collector):
+    """The reranker's circuit breaker, read at scrape time."""
+
+    def __init__(self, reranker: Callable[[], Any], failed: _Once) -> None:
+        self.reranker = reranker
+        self.failed = failed
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state_family = GaugeMetricFamily(
+            "rag_reranker_breaker_state",
+            "1 for the reranker circuit breaker's current state, 0 for the others.",
+            labels=("reranker", "state"),
+        )
+        failures = GaugeMetricFamily(
+            "rag_reranker_breaker_consecutive_failures",
+            "Consecutive reranker failures counted by the breaker.",
+            labels=("reranker",),
+        )
+        try:
+            reranker = self.reranker()
+            breaker = getattr(reranker, "breaker", None)
+            name = str(getattr(reranker, "name", "none")) if reranker is not None else "none"
+            if reranker is None:
+                state = "disabled"
+            elif breaker is None:
+                state = "closed"  # an unguarded reranker: no breaker to open
+            else:
+                state = str(breaker.state.value)
+            for candidate in BREAKER_STATES:
+                state_family.add_metric((name, candidate), 1 if candidate == state else 0)
+            if breaker is not None:
+                failures.add_metric((name,), breaker.consecutive_failures)
+        except Exception:
+            self.failed("breaker collector")
+        yield state_family
+        yield failures
+
+
+class Metrics:
+    """The registry and metrics of one server; `finished` is its call Observer (api/calls.py)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.failed = _Once()
+        self.rpc_seconds = Histogram(
+            "rag_rpc_duration_seconds", "Duration of RPCs by method and status code.",
+            ("service", "method", "code"), buckets=RPC_BUCKETS, registry=r,
+        )
+        self.in_flight = Gauge("rag_rpc_in_flight", "Calls being served now.", registry=r)
+        self.decisions = Counter(
+            "rag_decisions", "Decisions of Retrieve, LookupIndication, AssessPatient and Ask replies.",
+            ("service", "method", "kind", "reason"), registry=r,
+        )
+        self.provider_seconds = Histogram(
+            "rag_provider_duration_seconds", "Duration of provider calls (embedder, reranker, LLM parts).",
+            ("provider", "name", "operation"), buckets=PROVIDER_BUCKETS, registry=r,
+        )
+        self.provider_errors = Counter(
+            "rag_provider_errors", "Failed provider calls by exception type.",
+            ("provider", "name", "operation", "error"), registry=r,
+        )
+        self.store_seconds = Histogram(
+            "rag_store_duration_seconds", "Duration of vector store reads.", ("operation",),
+            buckets=STORE_BUCKETS, registry=r,
+        )
+        self.ingest_runs = Counter(
+            "rag_ingest_runs", "Ingest runs (calls that reported progress) ended, by status.", ("result",),
+            registry=r,
+        )
+        self.ingest = IngestProgress()
+        r.register(_IngestCollector(self.ingest, self.failed))
+        self._rpc: dict[tuple[str, grpc.StatusCode], Any] = {}
+        self._decided: dict[tuple[str, tuple[int, int]], Any] = {}
+
+    def watch_in_flight(self, count: Callable[[], float]) -> None:
+        self.in_flight.set_function(count)
+
+    def watch_reranker(self, reranker: Callable[[], Any]) -> None:
+        self.registry.register(_BreakerCollector(reranker, self.failed))
+
+    # --- the call Observer ---
+    def finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
+        try:
+            child = self._rpc.get((method, code))
+            if child is None:
+                child = self._rpc[(method, code)] = self.rpc_seconds.labels(*split_method(method), code.name)
+            child.observe(seconds)
+            decision = decision_var.get()
+            if decision is not None:
+                counter = self._decided.get((method, decision))
+                if counter is None:
+                    counter = self._decided[(method, decision)] = self.decisions.labels(
+                        *split_method(method), *decision_labels(*decision)
+                    )
+                counter.inc()
+            if method == INGEST_METHOD and _reporting.get():
+                self.ingest.ended()
+                self.ingest_runs.labels("ok" if code == grpc.StatusCode.OK else code.name.lower()).inc()
+        except Exception:
+            self.failed("call observer")
+
+    def ingest_progress(self, stage: str, done: int, total: int) -> None:
+        try:
+            if not _reporting.get():
+                _reporting.set(True)
+            self.ingest.progress(stage, done, total)
+        except Exception:  # pragma: no cover - fail-open
+            self.failed("ingest progress")
+
+    # --- timing helpers for the instrumented providers and store (instrument.py) ---
+    def provider_timer(self, provider: str, name: str, operation: str) -> Callable[[float], None]:
+        child: Any = self.provider_seconds.labels(provider, name, operation)
+        return child.observe  # type: ignore[no-any-return]
+
+    def provider_error(self, provider: str, name: str, operation: str, exc: BaseException) -> None:
+        try:
+            self.provider_errors.labels(provider, name, operation, type(exc).__name__).inc()
+        except Exception:  # pragma: no cover - fail-open
+            self.failed("provider error counter")
+
+    def store_timer(self, operation: str) -> Callable[[float], None]:
+        child: Any = self.store_seconds.labels(operation)
+        return child.observe  # type: ignore[no-any-return]
+
+
+class _ThreadingServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's signature
+        pass
+
+
+class MetricsEndpoint:
+    """GET /metrics on host:port in a daemon thread (anything else is 404)."""
+
+    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+        metrics_app = make_wsgi_app(registry)
+
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            if environ.get("PATH_INFO", "") not in ("/metrics", "/metrics/"):
+                start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+                return [b"not found: metrics are at /metrics\n"]
+            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
+
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        server_class = type("_MetricsServer", (_ThreadingServer,), {"address_family": family})
+        self.httpd: WSGIServer = make_server(host, port, app, server_class, handler_class=_QuietHandler)
+        self.host = host
+        self.port = int(self.httpd.server_port)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="rag-metrics", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)

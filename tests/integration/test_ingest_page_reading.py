@@ -1,0 +1,108 @@
+"""Reading pages fast gives what reading them as before gives, on FICTIONAL documents (NOT medical
+information): the text read without MuPDF's style collection (ingest.render_modes decides when that is
+safe) equals the text read with it, piece by piece, on the sample and on every alternative layout (one of
+which draws bold as regular text filled and stroked); text printed twice falls back to the style collection;
+and a pool of processes reading the pages gives the same BuildResult as reading them one by one."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from ingest.build import build_chunks
+from ingest.fixtures.alt_layouts import VARIANTS, render_variant, sample_monographs
+from ingest.fixtures.alt_render import find_family
+from ingest.fixtures.sample_formulary import render_sample
+from ingest.page_pool import MIN_PAGES, PagePool, PdfFile
+from ingest.page_text import STYLED_FLAGS, _pieces, page_lines
+from ingest.parse import read_pages
+from ingest.render_modes import fill_stroke_fonts
+
+pytestmark = pytest.mark.integration
+
+
+def styled(page: pymupdf.Page, number: int) -> list[tuple[str, tuple[float, ...], list[tuple[object, ...]]]]:
+    """The pieces as the style collection reads them (the way every page was read before)."""
+    words: list[object] = []
+    lines = _pieces(page.get_text("rawdict", flags=STYLED_FLAGS), number, words, None)  # type: ignore[arg-type]
+    return [(ln.text, ln.bbox, [tuple(s) for s in ln.spans]) for ln in lines]
+
+
+def read_both_ways(pdf: bytes) -> tuple[int, int]:
+    """(pages, pages read without the style collection); asserts both ways agree on every page."""
+    doc = pymupdf.open("pdf", pdf)
+    fast = 0
+    for index, page in enumerate(doc):
+        lines, _ = page_lines(page, index + 1, True)
+        got = [(ln.text, ln.bbox, [tuple(s) for s in ln.spans]) for ln in lines]
+        assert got == styled(page, index + 1), f"page {index + 1}"
+        fast += fill_stroke_fonts(page) is not None
+    return doc.page_count, fast
+
+
+def test_the_sample_is_read_without_the_style_collection_and_the_same() -> None:
+    pages, fast = read_both_ways(render_sample().pdf)
+    assert fast == pages  # bold drawn filled and stroked in bold fonts: the scan knows it
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_layout_reads_the_same_either_way(name: str) -> None:
+    if find_family("serif") is None:
+        pytest.skip("no TrueType family with Vietnamese glyphs (install fonts-dejavu-core)")
+    pages, fast = read_both_ways(render_variant(sample_monographs(), name).pdf)
+    if VARIANTS[name].fake_bold:
+        assert fast < pages  # the regular face drawn both ways: those pages need the style collection
+    else:
+        assert fast == pages
+
+
+def test_text_printed_twice_is_merged_as_before() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((50, 100), "Lieu dung (fictional)", fontname="helv")  # base-14 font: ASCII only
+    page.insert_text((50, 140), "Chong chi dinh", fontname="helv")
+    page.insert_text((50, 200), "Than trong", fontname="helv")
+    page.insert_text((50.3, 140), "Chong chi dinh", fontname="helv")  # printed again: fake bold
+    reread = pymupdf.open("pdf", doc.tobytes())
+    lines, _ = page_lines(reread[0], 1, False)
+    assert [ln.text for ln in lines].count("Chong chi dinh") == 1
+    assert [(ln.text, ln.bbox) for ln in lines] == [(t, b) for t, b, _ in styled(reread[0], 1)]
+
+
+@pytest.fixture(scope="module")
+def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ingest.fixtures import scale_corpus
+
+    pdf = tmp_path_factory.mktemp("pool") / "scale.pdf"
+    scale_corpus.write_scale_pdf(pdf, monographs=28, seed=7)
+    assert pymupdf.open(pdf).page_count >= MIN_PAGES
+    return pdf
+
+
+def test_a_pool_of_processes_reads_the_pages_as_one_process_does(long_pdf: Path) -> None:
+    pool = PagePool(PdfFile.of(long_pdf), 2)
+    doc = pymupdf.open(long_pdf)
+    events: list[tuple[int, int]] = []
+    pooled = pool.read(doc.page_count, lambda done, total: events.append((done, total)))
+    assert pooled is not None, "the pool declined: worker processes could not read the pages"
+    assert pooled == read_pages(doc)
+    assert events[-1] == (doc.page_count, doc.page_count) and len(events) > 1
+
+
+def test_build_chunks_is_the_same_whatever_reads_the_pages(long_pdf: Path) -> None:
+    alone = build_chunks(long_pdf, workers=1)
+    pooled = build_chunks(long_pdf, workers=2)
+    assert alone.gates_ok and alone.monograph_count == 28
+    assert dataclasses.asdict(pooled) == dataclasses.asdict(alone)
+
+
+def test_a_file_changed_since_it_was_hashed_is_not_read_by_workers(long_pdf: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.pdf"
+    copy.write_bytes(long_pdf.read_bytes())
+    source = PdfFile.of(copy)
+    copy.write_bytes(long_pdf.read_bytes() + b"\n% changed\n")
+    assert not source.unchanged()
+    assert PagePool(source, 2).read(pymupdf.open(long_pdf).page_count) is None  # the caller reads them
