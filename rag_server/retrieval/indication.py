@@ -32,7 +32,6 @@ from rag_server.retrieval.results import IndicationCandidate, IndicationResult, 
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter
 from rag_server.text.match import Tok, compatible, tokenize, words
-from rag_server.text.normalize import phrase_positions
 from rag_server.understanding.frame import strip_indication_head
 from rag_server.understanding.scope import content_words, only_generic
 from rag_server.vocabulary.clinical import ConditionSpec
@@ -52,13 +51,18 @@ class PreparedChunk:
     chunk: Chunk
     words: tuple[Tok, ...]
     folded: tuple[str, ...]
+    positions: Mapping[str, tuple[int, ...]]  # folded word -> its word offsets in the chunk
 
 
 def prepare(chunks: Sequence[Chunk]) -> list[PreparedChunk]:
     out: list[PreparedChunk] = []
     for c in chunks:
         toks = tuple(words(tokenize(c.text)))
-        out.append(PreparedChunk(c, toks, tuple(t.folded for t in toks)))
+        folded = tuple(t.folded for t in toks)
+        positions: dict[str, list[int]] = defaultdict(list)
+        for i, word in enumerate(folded):
+            positions[word].append(i)
+        out.append(PreparedChunk(c, toks, folded, {w: tuple(at) for w, at in positions.items()}))
     return out
 
 
@@ -67,12 +71,17 @@ def keyword_score(position: int, word_count: int) -> float:
 
 
 def phrase_hits(phrase_words: Sequence[Tok], chunk: PreparedChunk) -> list[int]:
-    """Word offsets of the phrase in the chunk: folded phrase_positions, then the accent check."""
-    folded = [t.folded for t in phrase_words]
+    """Word offsets of the phrase in the chunk (contiguous, word-boundary exact on the folded words, from
+    where its first word occurs), then the accent check."""
+    folded = tuple(t.folded for t in phrase_words)
+    if not folded:
+        return []
+    n = len(folded)
     return [
         i
-        for i in phrase_positions(folded, list(chunk.folded))
-        if all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk.words[i:], strict=False))
+        for i in chunk.positions.get(folded[0], ())
+        if chunk.folded[i : i + n] == folded
+        and all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk.words[i:], strict=False))
     ]
 
 

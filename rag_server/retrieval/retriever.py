@@ -36,6 +36,14 @@ from rag_server.vocabulary.language import Language
 
 
 @dataclass
+class FrameMemo:
+    """The frame and understanding of one Retrieve call, once made."""
+
+    found: tuple[QueryFrame, Understanding | None] | None = None
+    timings: Timings = field(default_factory=Timings)
+
+
+@dataclass
 class Retriever:
     store: Store
     language: Language
@@ -128,14 +136,26 @@ class Retriever:
 
     # ---------------------------------------------------------------------- retrieve
     def retrieve(
-        self, query: str = "", drug_id: str = "", section_key: str = "", frame: QueryFrame | None = None
+        self,
+        query: str = "",
+        drug_id: str = "",
+        section_key: str = "",
+        frame: QueryFrame | None = None,
+        memo: FrameMemo | None = None,
     ) -> RetrievalResult:
+        """`memo`: the understanding of this call, kept by a first (inline) attempt that unwound at its first
+        store call (retrieval/inline.py), so the worker's attempt does not understand the question again."""
         timings = Timings()
         if not self.loaded():
             return RetrievalResult(make_decision(Reason.CORPUS_NOT_LOADED), timings=timings, frame=frame)
         understanding: Understanding | None = None
-        if frame is None:
+        if frame is None and memo is not None and memo.found is not None:
+            frame, understanding = memo.found
+            timings.extend(memo.timings)
+        elif frame is None:
             frame, understanding = self._frame_for(query, drug_id, section_key, timings)
+            if memo is not None:  # the routes read the frame and understanding, never change them
+                memo.found, memo.timings = (frame, understanding), Timings(list(timings.stages))
         elif not frame.query:
             frame.query = query
         with timings.stage("route"):

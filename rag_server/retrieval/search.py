@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from rag_server.domain import Hit, ScoreKind
 from rag_server.providers.base import RerankDoc, Reranker
 from rag_server.providers.rerank.breaker import BreakerState
@@ -22,9 +24,6 @@ from rag_server.text.bm25 import query_vector
 
 if TYPE_CHECKING:
     from rag_server.retrieval.retriever import Retriever
-
-DENSE_SCORE_DEPTH = 64
-
 
 @dataclass
 class Candidates:
@@ -46,21 +45,25 @@ def search_candidates(r: Retriever, query: str, flt: ChunkFilter, limit: int, ti
         return Candidates(r.store.search_hybrid(dense, sparse, flt, limit), dense)
 
 
-def dense_scores(
-    r: Retriever, candidates: Candidates, flt: ChunkFilter, timings: Timings
-) -> list[float] | None:
-    """Cosine of each candidate from the stored vectors (one exact dense search with the same filter), for
-    a reranker that blends them (`uses_dense_scores`); a candidate outside that dense top list gets the
-    lowest cosine seen (it ranks below all of them)."""
+def dense_scores(r: Retriever, candidates: Candidates, timings: Timings) -> list[float] | None:
+    """Cosine of each candidate with the query, for a reranker that blends them (`uses_dense_scores`): the
+    dot product of the unit query vector with the candidate's stored (unit) vector, which the search
+    returned with it; a candidate without one gets the lowest cosine of the others (it ranks below them)."""
     if candidates.vector is None or not candidates.hits or not uses_dense_scores(r.reranker):
         return None
-    depth = max(DENSE_SCORE_DEPTH, 4 * len(candidates.hits))
-    needs_worker("store")
     with timings.stage("dense_scores"):
-        found = r.store.search_dense(candidates.vector, flt, depth)
-    by_id = {h.chunk.chunk_id: h.score for h in found}
-    floor = min(by_id.values(), default=0.0)
-    return [by_id.get(h.chunk.chunk_id, floor) for h in candidates.hits]
+        query = np.asarray(candidates.vector, dtype=np.float64)
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            return None
+        query /= norm
+        found = [
+            float(np.dot(query, np.asarray(h.chunk.dense, dtype=np.float64)))
+            if h.chunk.dense is not None and len(h.chunk.dense) == len(query) else None
+            for h in candidates.hits
+        ]
+    floor = min((s for s in found if s is not None), default=0.0)
+    return [floor if s is None else s for s in found]
 
 
 def uses_dense_scores(reranker: Reranker | None) -> bool:

@@ -233,17 +233,23 @@ class QdrantStore:
         with self._lock:
             if not self._served():
                 return []
-            terms = kind is not ScoreKind.DENSE  # searched candidates carry their BM25 terms (the reranker's)
+            # searched candidates carry their BM25 terms and dense vector (what the reranker blends)
+            terms = kind is not ScoreKind.DENSE
             response = self.client.query_points(
                 self.prefix,
                 query_filter=client_filter(flt),
                 limit=fetch_limit(limit),
                 with_payload=True,
-                with_vectors=[SPARSE_VECTOR] if terms else False,
+                with_vectors=[SPARSE_VECTOR, DENSE_VECTOR] if terms else False,
                 **kwargs,
             )
         rows = [
-            (dict(p.payload or {}), p.score, sparse_of(p.vector, SPARSE_VECTOR) if terms else None)
+            (
+                dict(p.payload or {}),
+                p.score,
+                sparse_of(p.vector, SPARSE_VECTOR) if terms else None,
+                sparse_of(p.vector, DENSE_VECTOR) if terms else None,
+            )
             for p in response.points
         ]
         return to_hits(rows, kind, limit)

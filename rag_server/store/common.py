@@ -34,22 +34,25 @@ def fetch_limit(limit: int) -> int:
 
 
 def to_hits(
-    rows: list[tuple[dict[str, Any], float, Any]], kind: ScoreKind, limit: int
+    rows: list[tuple[dict[str, Any], float, Any, Any]], kind: ScoreKind, limit: int
 ) -> list[Hit]:
     """The best `limit` hits, best first; equal scores are ordered by chunk_id so both adapters agree.
-    A row's third item is its stored BM25 sparse vector when the search asked for it (the chunk's terms)."""
+    A row's third and fourth items are its stored BM25 sparse vector (the chunk's terms) and dense vector
+    when the search asked for them."""
     hits = []
-    for payload, score, sparse in rows:
+    for payload, score, sparse, dense in rows:
         chunk = Chunk.from_payload(payload)
         if sparse is not None:
             chunk.terms = dict(zip(sparse.indices, sparse.values, strict=True))
+        if dense is not None:
+            chunk.dense = list(dense)
         hits.append(Hit(chunk=chunk, score=float(score), score_kind=kind))
     hits.sort(key=lambda h: (-h.score, h.chunk.chunk_id))
     return hits[:limit]
 
 
 def sparse_of(vector: Any, name: str) -> Any:
-    """The named sparse vector of a returned point (None when absent)."""
+    """The named (sparse or dense) vector of a returned point (None when absent)."""
     if isinstance(vector, dict):
         return vector.get(name)
     return None

@@ -61,6 +61,10 @@ def edge_filter(flt: ChunkFilter) -> qe.Filter | None:
     return qe.Filter(must=must) if must else None
 
 
+def _vectors(vector: Any) -> tuple[Any, Any]:
+    return sparse_of(vector, SPARSE_VECTOR), sparse_of(vector, DENSE_VECTOR)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -182,23 +186,22 @@ class EdgeStore:
     ) -> list[Hit]:
         if limit <= 0:
             return []
-        terms = kind is not ScoreKind.DENSE  # searched candidates carry their BM25 terms (the reranker's)
+        # searched candidates carry their BM25 terms and dense vector (what the reranker blends)
+        terms = kind is not ScoreKind.DENSE
         request = qe.QueryRequest(
             limit=fetch_limit(limit),
             query=query,
             prefetches=prefetches,
             filter=edge_filter(flt),
             with_payload=True,
-            with_vector=[SPARSE_VECTOR] if terms else False,
+            with_vector=[SPARSE_VECTOR, DENSE_VECTOR] if terms else False,
             params=qe.SearchParams(exact=True) if kind is ScoreKind.DENSE else None,
         )
         with self._lock:
             if self._active_shard is None:
                 return []
             points = self._active_shard.query(request)
-        rows = [
-            (p.payload or {}, p.score, sparse_of(p.vector, SPARSE_VECTOR) if terms else None) for p in points
-        ]
+        rows = [(p.payload or {}, p.score, *(_vectors(p.vector) if terms else (None, None))) for p in points]
         return to_hits(rows, kind, limit)
 
     # --- writes ---

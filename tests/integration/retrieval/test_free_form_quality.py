@@ -124,3 +124,49 @@ def test_label_lines_stay_out_without_a_reranker(store: Store, embedder: Embedde
     result = r.retrieve(query="Nhịp tim chậm có được dùng Ravexa không?")
     assert result.reranker_state == "disabled" and result.evidence
     assert not {h.chunk.section_key for h in result.evidence} & LABELS
+
+
+def test_the_workers_attempt_reuses_the_inline_attempts_understanding(
+    retriever: Retriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A free-form question tried on the event loop unwinds at its first store call; the worker's attempt
+    takes the frame the first one made (understood once) and answers as a fresh call does."""
+    from rag_server.retrieval.inline import NeedsWorker, inline
+    from rag_server.retrieval.retriever import FrameMemo
+
+    query = "Ravexa có làm lạnh tay chân không"
+    fresh = retriever.retrieve(query=query)
+    calls: list[str] = []
+    understand = Retriever.understand
+
+    def counted(self: Retriever, text: str, timings: object = None) -> object:
+        calls.append(text)
+        return understand(self, text, timings)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Retriever, "understand", counted)
+    memo = FrameMemo()
+    with inline(), pytest.raises(NeedsWorker):
+        retriever.retrieve(query=query, memo=memo)
+    assert memo.found is not None and calls == [query]
+    again = retriever.retrieve(query=query, memo=memo)
+    assert calls == [query]  # not understood a second time
+    assert [h.chunk.chunk_id for h in again.evidence] == [h.chunk.chunk_id for h in fresh.evidence]
+    assert [h.score for h in again.evidence] == pytest.approx([h.score for h in fresh.evidence])
+    assert again.decision == fresh.decision and "understand" in dict(again.timings.stages)
+
+
+def test_the_rerankers_cosines_are_the_dense_searchs(retriever: Retriever, store: Store,
+                                                     embedder: Embedder) -> None:
+    """The cosines the reranker blends (from the vectors returned with each candidate) are the scores an
+    exact dense search over the same chunks gives."""
+    from rag_server.retrieval.search import dense_scores, search_candidates
+    from rag_server.retrieval.timing import Timings
+    from rag_server.store.base import ChunkFilter
+
+    flt = ChunkFilter(drug_id="ravexolol", chunk_kind="prose")
+    found = search_candidates(retriever, "lạnh tay chân mệt mỏi", flt, 12, Timings())
+    scores = dense_scores(retriever, found, Timings())
+    assert scores is not None and len(scores) == len(found.hits) >= 3
+    assert found.vector is not None
+    exact = {h.chunk.chunk_id: h.score for h in store.search_dense(found.vector, flt, 64)}
+    assert scores == pytest.approx([exact[h.chunk.chunk_id] for h in found.hits], abs=1e-5)

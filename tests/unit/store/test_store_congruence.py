@@ -211,3 +211,32 @@ def test_search_results_round_trip_the_payload(pair: tuple[Store, Store], chunks
         for hit in store.search_sparse(query_vector("bảng liều"), ChunkFilter(chunk_kind="block"), 5):
             assert hit.chunk == by_id[hit.chunk.chunk_id]
             assert hit.chunk.requires_visual_check
+
+
+@pytest.mark.parametrize(("text", "flt"), QUERIES[:2], ids=[q for q, _ in QUERIES[:2]])
+def test_searched_hits_carry_their_stored_unit_vector(pair: tuple[Store, Store], text: str,
+                                                      flt: ChunkFilter) -> None:
+    """The reranker's cosines come from the vectors the search returns with each candidate: on both
+    backends each is the stored vector normalised, and its dot product with a stored point's own vector is
+    the cosine a dense search reports for that point."""
+    import math
+
+    from fictional_chunks import fake_dense
+
+    dense, sparse = fake_dense(text, DIMS), query_vector(text)
+    for store in pair:
+        hits = [*store.search_hybrid(dense, sparse, flt, 8), *store.search_sparse(sparse, flt, 8)]
+        assert hits and all(h.chunk.dense is not None and len(h.chunk.dense) == DIMS for h in hits)
+        for hit in hits:
+            assert hit.chunk.dense is not None
+            assert math.sqrt(sum(x * x for x in hit.chunk.dense)) == pytest.approx(1.0, abs=1e-5)
+        top = store.search_dense(dense, flt, 1)[0]
+        same = next((h for h in hits if h.chunk.chunk_id == top.chunk.chunk_id), None)
+        if same is not None and same.chunk.dense is not None:
+            norm = math.sqrt(sum(x * x for x in dense))
+            cosine = sum(a * b for a, b in zip(same.chunk.dense, dense, strict=True)) / norm
+            assert cosine == pytest.approx(top.score, abs=1e-5)
+        assert all(h.chunk.dense is None for h in store.search_dense(dense, flt, 4))  # not asked for
+    a, b = (store.search_hybrid(dense, sparse, flt, 8) for store in pair)
+    for x, y in zip(a, b, strict=True):
+        assert x.chunk.dense == pytest.approx(y.chunk.dense, abs=1e-6)
