@@ -139,3 +139,18 @@ async def test_an_indication_lookup_lists_the_drugs_naming_the_condition(
     assert final.route == Route.INDICATION and [c.drug_id for c in final.candidates] == ["bao-quan-linh"]
     assert [b.drug_id for b in blocks] == ["bao-quan-linh"]
     assert "mất ngủ do trăng tròn" in blocks[0].claims[0].text
+
+
+async def test_taken_together_checks_the_interactions_of_the_drug_asked_about(
+    make_pipeline: Callable[..., AskPipeline],
+) -> None:
+    """"X uống cùng Y được không": Y is looked for in X's interactions and the passage naming it is the
+    answer; a medicine not named there gets "not found, which does not mean safe"."""
+    _, blocks, final = await collect(make_pipeline().ask("calvimex uống cùng zentorin được không"))
+    assert final.route == Route.PATIENT and final.decision.kind is DecisionKind.ANSWERABLE
+    cited = {cid for b in blocks for c in b.claims for cid in c.source_ids}
+    assert cited and all("__tuong_tac_thuoc__" in cid for cid in cited)
+    assert any("Zentorin" in c.text for b in blocks for c in b.claims)
+    _, blocks, final = await collect(make_pipeline().ask("calvimex dùng cùng metrovastin được không"))
+    assert final.route == Route.PATIENT and not final.decision.usable
+    assert any("không có nghĩa là an toàn" in (b.note or "") for b in blocks), blocks

@@ -140,6 +140,29 @@ def test_patient_assessment_separates_current_medicines(catalog: Catalog) -> Non
     assert "suy thận" in f.patient.conditions and "người cao tuổi" in f.patient.conditions
 
 
+@pytest.mark.parametrize(
+    ("question", "medication"),
+    [
+        ("zentorin uống cùng calvimex được không", "calvimex"),
+        ("Zentorin 5mg dùng cùng warfarin được không", "warfarin"),
+        ("zentorin dùng kèm warfarin có sao không", "warfarin"),
+    ],
+)
+def test_a_medicine_taken_together_is_a_current_medication(catalog: Catalog, question: str,
+                                                           medication: str) -> None:
+    """"X uống cùng Y được không" asks whether the two go together: Y is checked against X's interactions
+    (a miss says not found, never safe), not searched as a second drug's free-form question."""
+    f = understand(catalog, question).frame
+    assert f.turn_type == TurnType.PATIENT_ASSESSMENT and f.drug_ids == ["zentorin"]
+    assert f.patient.current_medications == [medication]
+
+
+def test_taken_with_food_is_not_a_medication(catalog: Catalog) -> None:
+    f = understand(catalog, "zentorin uống cùng bữa ăn được không").frame
+    assert f.drug_ids == ["zentorin"] and f.patient.current_medications == []
+    assert f.turn_type != TurnType.PATIENT_ASSESSMENT
+
+
 def test_patient_facts(catalog: Catalog) -> None:
     f = understand(catalog, "phụ nữ có thai bị suy gan dùng zentorin được không").frame
     assert f.turn_type == TurnType.PATIENT_ASSESSMENT
