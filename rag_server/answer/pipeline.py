@@ -64,6 +64,16 @@ class _Stop(Exception):  # ends the pipeline with a decision
         self.detail = detail
 
 
+_ANSWER_FAILURES = (Reason.PROVIDER_UNAVAILABLE, Reason.MALFORMED_OUTPUT)  # of a generator or judge call
+
+
+def _grounded(draft: Draft, gathered: Gathered) -> None:
+    """Stop unless every claim of the draft is grounded in its cited evidence (grounding.py)."""
+    failure = verify(draft, gathered.evidence)
+    if failure is not None:
+        raise _Stop(failure.reason, failure.detail)
+
+
 @dataclass
 class AskPipeline:
     retriever: Any  # rag_server.retrieval.retriever.Retriever (Any: the pipeline only calls it through `run`)
@@ -163,16 +173,11 @@ class AskPipeline:
         final.quick_replies = self._quick_replies(frame, understanding)
 
     async def _understand(self, question: str, recalled: Recalled, budget: RequestBudget) -> Understanding:
-        try:
-            budget.spend(f"understand:{self.understander.name}")
-            proposed = await self._provider(budget, self.understander.understand, question, recalled,
-                                            self.retriever)
-        except BudgetExhausted as exc:
-            raise _Stop(Reason.REQUEST_BUDGET_EXHAUSTED, str(exc)) from exc
-        except ProviderError as exc:
-            raise _Stop(Reason.UNDERSTANDING_PROVIDER_UNAVAILABLE) from exc
-        except MalformedOutput as exc:
-            raise _Stop(Reason.UNDERSTANDING_MALFORMED_OUTPUT) from exc
+        proposed = await self._call(
+            budget, f"understand:{self.understander.name}",
+            (Reason.UNDERSTANDING_PROVIDER_UNAVAILABLE, Reason.UNDERSTANDING_MALFORMED_OUTPUT),
+            self.understander.understand, question, recalled, self.retriever,
+        )
         return guarded(proposed, recalled, self.language)
 
     async def _answer(
@@ -185,17 +190,13 @@ class AskPipeline:
         request = GenerationRequest(question, gathered.plan, gathered.evidence, self.config.max_claims)
         draft = await self._generate(request, budget)
         stage("generate")
-        failure = verify(draft, gathered.evidence)
-        if failure is not None:
-            raise _Stop(failure.reason, failure.detail)
+        _grounded(draft, gathered)
         judgement = await self._judge(draft, gathered, question, budget)
         if not judgement.complete:
             repair = GenerationRequest(question, gathered.plan, gathered.evidence, self.config.max_claims,
                                        missing=judgement.missing)
             draft = await self._generate(repair, budget)
-            failure = verify(draft, gathered.evidence)
-            if failure is not None:
-                raise _Stop(failure.reason, failure.detail)
+            _grounded(draft, gathered)
             judgement = await self._judge(draft, gathered, question, budget)
             if not judgement.complete:
                 raise _Stop(Reason.INCOMPLETE_ANSWER)
@@ -204,34 +205,42 @@ class AskPipeline:
 
     async def _generate(self, request: GenerationRequest, budget: RequestBudget) -> Draft:
         for _ in range(2):  # "insufficient" twice -> evidence_insufficient
-            try:
-                budget.spend(f"generate:{self.generator.name}")
-                draft: Draft = await self._provider(budget, self.generator.generate, request)
-            except BudgetExhausted as exc:
-                raise _Stop(Reason.REQUEST_BUDGET_EXHAUSTED, str(exc)) from exc
-            except ProviderError as exc:
-                raise _Stop(Reason.PROVIDER_UNAVAILABLE) from exc
-            except MalformedOutput as exc:
-                raise _Stop(Reason.MALFORMED_OUTPUT) from exc
+            draft: Draft = await self._call(
+                budget, f"generate:{self.generator.name}", _ANSWER_FAILURES, self.generator.generate, request
+            )
             if draft.evidence_sufficient and draft.claims:
                 return draft
         raise _Stop(Reason.EVIDENCE_INSUFFICIENT)
 
     async def _judge(self, draft: Draft, gathered: Gathered, question: str, budget: RequestBudget) -> Any:
-        try:
-            budget.spend(f"judge:{self.judge.name}")
-            judgement = await self._provider(
-                budget, self.judge.judge, draft, gathered.evidence, gathered.plan, question
-            )
-        except BudgetExhausted as exc:
-            raise _Stop(Reason.REQUEST_BUDGET_EXHAUSTED, str(exc)) from exc
-        except ProviderError as exc:
-            raise _Stop(Reason.PROVIDER_UNAVAILABLE) from exc
-        except MalformedOutput as exc:
-            raise _Stop(Reason.MALFORMED_OUTPUT) from exc
+        judgement = await self._call(
+            budget, f"judge:{self.judge.name}", _ANSWER_FAILURES,
+            self.judge.judge, draft, gathered.evidence, gathered.plan, question,
+        )
         if judgement.unsupported:
             raise _Stop(Reason.UNSUPPORTED_CLAIM, draft.claims[judgement.unsupported[0]].text[:80])
         return judgement
+
+    async def _call(
+        self,
+        budget: RequestBudget,
+        label: str,
+        failures: tuple[Reason, Reason],
+        fn: Callable[..., Any],
+        *args: Any,
+    ) -> Any:
+        """One provider call: counted against the budget, bounded by what is left of it, its failures ended
+        with their reasons (`failures`: provider unavailable, malformed output)."""
+        unavailable, malformed = failures
+        try:
+            budget.spend(label)
+            return await self._provider(budget, fn, *args)
+        except BudgetExhausted as exc:
+            raise _Stop(Reason.REQUEST_BUDGET_EXHAUSTED, str(exc)) from exc
+        except ProviderError as exc:
+            raise _Stop(unavailable) from exc
+        except MalformedOutput as exc:
+            raise _Stop(malformed) from exc
 
     async def _provider(self, budget: RequestBudget, fn: Callable[..., Any], *args: Any) -> Any:
         """A provider call bounded by what is left of the request budget: one that does not answer in time
