@@ -59,15 +59,3 @@ def tokens(text: str) -> list[str]:
 
 def word_count(text: str) -> int:
     return len(text.split())
-
-
-def phrase_positions(phrase_tokens: list[str], text_tokens: list[str]) -> list[int]:
-    """Token offsets where `phrase_tokens` occurs contiguously in `text_tokens` (word-boundary exact)."""
-    n = len(phrase_tokens)
-    if n == 0 or n > len(text_tokens):
-        return []
-    first = phrase_tokens[0]
-    return [
-        i for i, tok in enumerate(text_tokens[: len(text_tokens) - n + 1])
-        if tok == first and text_tokens[i : i + n] == phrase_tokens
-    ]
