@@ -8,6 +8,9 @@ and, when it shows the fonts drawn that way and nothing else the style collectio
 read without it and a span's font says whether it is stroked. Otherwise, or when a span's font is not one
 the scan knows, or when two pieces with the same text overlap (text printed twice), the page is read with
 MuPDF's style collection, as before. Both ways give the same pieces (a test compares them page by page).
+When the scan also finds the page's text gapless (every character placed where the previous one ends, so
+no span hides a word gap) and the words are not asked for, the spans' text is read without character boxes
+(`get_text("dict")`), which gives the same pieces again for a third of the cost.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ _FILL_AND_STROKE = 16 | 32  # char_flags of text both filled and stroked: synthe
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demibold", ",bd")
 _ITALIC_NAMES = ("italic", "oblique", ",it")
 _DROP = dict.fromkeys(map(ord, "\u00ad\u200b\ufeff"), None)
+_BOLD_FLAG, _ITALIC_FLAG = pymupdf.TEXT_FONT_BOLD, pymupdf.TEXT_FONT_ITALIC
 WORD_GAP = 0.15  # x font size: a horizontal gap this wide between two characters separates words
 
 Stroked = Callable[[str], "bool | None"]  # span font -> filled and stroked (None: unknown, read with styles)
@@ -152,7 +156,9 @@ def _span(raw: dict[str, Any], words: list[Token] | None, stroked_font: Stroked 
     else:
         source, found = chars_text_words(chars, max(size, 1.0))
         words.extend(found)
-    text = unicodedata.normalize("NFC", source).translate(_DROP)
+    text = unicodedata.normalize("NFC", source)
+    if "\u00ad" in text or "\u200b" in text or "\ufeff" in text:  # cheaper than translating every span
+        text = text.translate(_DROP)
     if not text:
         return None
     font = str(raw.get("font", ""))
@@ -165,12 +171,13 @@ def _span(raw: dict[str, Any], words: list[Token] | None, stroked_font: Stroked 
         if known is None:
             raise _Unknown(font)
         stroked = known
-    bold = bool(flags & pymupdf.TEXT_FONT_BOLD) or named_bold or stroked
-    italic = bool(flags & pymupdf.TEXT_FONT_ITALIC) or named_italic
-    x0, y0, x1, y1 = (float(v) for v in raw["bbox"])
-    origin = raw.get("origin", (x0, y1))
-    return Span(text=text, font=font, size=round(size, 2), bold=bold, italic=italic,
-                bbox=(x0, y0, x1, y1), baseline=float(origin[1]))
+    bold = bool(flags & _BOLD_FLAG) or named_bold or stroked
+    italic = bool(flags & _ITALIC_FLAG) or named_italic
+    box = raw["bbox"]
+    bbox = (float(box[0]), float(box[1]), float(box[2]), float(box[3]))
+    origin = raw.get("origin")
+    baseline = bbox[3] if origin is None else float(origin[1])
+    return Span(text, font, round(size, 2), bold, italic, bbox, baseline)
 
 
 def _same_style(a: Span, b: Span) -> bool:
@@ -259,7 +266,8 @@ def page_lines(page: pymupdf.Page, number: int, with_words: bool) -> tuple[list[
     if fonts is not None:
         words: list[Token] = []
         try:
-            data = page.get_text("rawdict", flags=PLAIN_FLAGS)
+            # gapless text without words: the spans' own text, no character boxes (about 3x cheaper)
+            data = page.get_text("dict" if fonts.gapless and not with_words else "rawdict", flags=PLAIN_FLAGS)
             lines = _pieces(data, number, words if with_words else None, fonts.stroked)
         except _Unknown:
             lines = []

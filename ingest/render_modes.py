@@ -12,7 +12,13 @@ lines and spans come out the same, except that
 
 `fill_stroke_fonts(page)` reads the content stream and returns the names of the fonts drawn in mode 2 when
 the page is simple enough for that to be the only difference, and each font is drawn in one way only (so a
-span's font says whether it is stroked); otherwise None, and the parser lets MuPDF collect the styles. The
+span's font says whether it is stroked); otherwise None, and the parser lets MuPDF collect the styles.
+
+The same scan says whether the page's text is `gapless`: every string is shown without positioning numbers
+(TJ) or character spacing (Tc, the `"` operator), and no two strings shown one after the other in the same
+font and size lie on one baseline. Then MuPDF places each character of a span where the previous one ends,
+so no span can hold a word gap without a space, and the parser may read the page's text without every
+character's box (`ingest.page_text`). The
 scan is conservative: annotations, Type3 fonts, form XObjects with text, inline images, marked ActualText,
 graphics states that set a font, a literal string it cannot tokenise, clipping render modes, and the same
 text shown twice in a row (fake bold by double printing) all answer None. The parser also re-reads a page
@@ -41,6 +47,7 @@ _TOKEN = re.compile(
     + rb"|(?P<font>/[^\s/\[\]()<>{}%]+\s+" + _NUMBER + rb")\s+Tf" + _DELIM
     + rb"|(?P<name>/[^\s/\[\]()<>{}%]*)"
     + rb"|(?P<mode>" + _NUMBER + rb")\s+Tr" + _DELIM
+    + rb"|(?P<charspace>" + _NUMBER + rb")\s+Tc" + _DELIM
     + rb"|(?P<move>" + _NUMBERS + rb"{1,6}(?:Td|TD|Tm|TL|cm))" + _DELIM
     + rb"|(?<![^\s\[\]()<>{}/%])(?P<op>Tj|TJ|T\*|'|\"|q|Q|BT|BI|Do|gs)" + _DELIM
     + rb"|(?P<bad>[()]))",
@@ -51,43 +58,27 @@ _NEXT_LINE = b"T*"
 SAME_IN_BOTH = frozenset({0, 1, 3})  # fill, stroke, invisible: reported alike with or without styles
 FILL_STROKE = 2
 NEAR = 0.25  # x font size: the same text shown again this close to where it was shown is fake bold
+LINE_APART = 1.0  # x font size: two strings shown this far apart across the baseline are on different lines
+# (MuPDF starts a new line at 0.8)
+_STRINGS = re.compile(_STRING + rb"|" + _HEX, re.S)
 
 Matrix = tuple[float, float, float, float, float, float]
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 
 class _Shown(NamedTuple):
-    """Text shown, and enough to find where (only needed when the next text shown is the same): the
-    positioning operators of its text object up to it, the leading when that object began, the font size."""
+    """Text shown: its font, operand, the text line matrix it starts at (None: unreadable) and font size."""
 
     font: str
     operand: bytes
-    moves: list[bytes]
-    upto: int  # how many of `moves` precede it
-    leading: float
+    line: Matrix | None
     size: float
 
     def origin(self) -> tuple[float, float, float] | None:
         """(x, y, scale) of the text line's start in text space scaled by the matrix; None if unreadable."""
-        a, b, c, d, e, f = _IDENTITY
-        leading = self.leading
-        for move in self.moves[: self.upto]:
-            if move == _NEXT_LINE:
-                args, verb = [0.0, -leading], b"Td"
-            else:
-                *numbers, verb = move.split()
-                if len(numbers) != _ARITY[verb]:
-                    return None
-                args = [float(x) for x in numbers]
-            if verb == b"Tm":
-                a, b, c, d, e, f = args
-            elif verb == b"TL":
-                leading = args[0]
-            else:
-                tx, ty = args
-                if verb == b"TD":
-                    leading = -ty
-                e, f = e + tx * a + ty * c, f + tx * b + ty * d
+        if self.line is None:
+            return None
+        a, _b, _c, d, e, f = self.line
         return e, f, max(abs(self.size * d), abs(self.size * a), 1.0)
 
     def near(self, other: _Shown) -> bool:
@@ -96,13 +87,46 @@ class _Shown(NamedTuple):
             return True  # cannot tell: treat as printed twice
         return abs(here[0] - there[0]) <= NEAR * here[2] and abs(here[1] - there[1]) <= NEAR * here[2]
 
+    def other_line(self, other: _Shown) -> bool:
+        """Shown on another baseline than `other` (so MuPDF cannot continue one span across them): both
+        upright (the baseline is horizontal) and at least LINE_APART x size apart vertically."""
+        here, there = self.line, other.line
+        if here is None or there is None or here[1] != 0.0 or there[1] != 0.0:
+            return False
+        scale = max(abs(self.size * here[3]), abs(other.size * there[3]), 1.0)
+        return abs(here[5] - there[5]) >= LINE_APART * scale
+
+
+def _moved(line: Matrix | None, move: bytes, leading: float) -> tuple[Matrix | None, float]:
+    """The text line matrix and leading after a positioning operator (Td, TD, Tm, TL or T*)."""
+    if move == _NEXT_LINE:
+        args, verb = [0.0, -leading], b"Td"
+    else:
+        *numbers, verb = move.split()
+        if len(numbers) != _ARITY[verb]:
+            return None, leading
+        args = [float(x) for x in numbers]
+    if verb == b"TL":
+        return line, args[0]
+    if verb == b"Tm":
+        return (args[0], args[1], args[2], args[3], args[4], args[5]), leading
+    if verb == b"TD":
+        leading = -args[1]
+    if line is None:
+        return None, leading
+    a, b, c, d, e, f = line
+    tx, ty = args
+    return (a, b, c, d, e + tx * a + ty * c, f + tx * b + ty * d), leading
+
 
 @dataclass(frozen=True)
 class PageFonts:
-    """What the content scan found: the names of the fonts drawn filled and stroked, and of the others."""
+    """What the content scan found: the names of the fonts drawn filled and stroked, and of the others; and
+    whether the page's text is gapless (see the module doc)."""
 
     fill_stroke: frozenset[str]
     plain: frozenset[str]
+    gapless: bool = False
 
     def stroked(self, span_font: str) -> bool | None:
         """Whether a span in this font is filled and stroked; None when the name is not the page's (PyMuPDF
@@ -121,12 +145,13 @@ def span_font_name(basefont: str) -> str:
 
 @dataclass
 class StreamModes:
-    """Font resource name -> the text render modes it is shown in; and whether the stream paints an
-    XObject (`Do`) or sets a graphics state (`gs`), whose resources the caller checks."""
+    """Font resource name -> the text render modes it is shown in; whether the stream paints an XObject
+    (`Do`) or sets a graphics state (`gs`), whose resources the caller checks; whether its text is gapless."""
 
     modes: dict[str, set[int]]
     paints_xobject: bool = False
     sets_state: bool = False
+    gapless: bool = True  # no span can hold a word gap without a space (see the module doc)
 
 
 def scan_modes(content: bytes) -> StreamModes | None:
@@ -137,9 +162,9 @@ def scan_modes(content: bytes) -> StreamModes | None:
     out = StreamModes({})
     font, mode, size, leading = "", 0, 0.0, 0.0
     stack: list[tuple[str, int, float, float]] = []
-    moves: list[bytes] = []  # positioning operators of the current text object
-    leading_at_bt = 0.0
+    line: Matrix | None = _IDENTITY  # the text line matrix
     moved = False  # the coordinate system changed (cm, Q) since the last text shown
+    transformed = False  # a `cm` was seen: after a Q, baselines of text objects are not comparable
     last: _Shown | None = None
     pending: bytes | None = None
     for match in _TOKEN.finditer(content):
@@ -157,10 +182,15 @@ def scan_modes(content: bytes) -> StreamModes | None:
             if shown is None:
                 return None  # an operand the scan did not read
             if op is not None and op != b"Tj":
-                moves.append(_NEXT_LINE)
-            now = _Shown(font, shown, moves, len(moves), leading_at_bt, size)
+                line, leading = _moved(line, _NEXT_LINE, leading)
+            now = _Shown(font, shown, line, size)
             if last is not None and last.font == font and last.operand == shown and (moved or now.near(last)):
                 return None  # the same text shown again where it was: fake bold by printing twice
+            if op == b'"' or (kind == "array" and re.search(rb"\d", _STRINGS.sub(b"", shown))):
+                out.gapless = False  # character spacing, or positioning numbers between the strings
+            elif last is not None and last.font == font and last.size == size \
+                    and ((moved and transformed) or not now.other_line(last)):
+                out.gapless = False  # one span may continue across the two strings
             last, moved = now, False
             out.modes.setdefault(font, set()).add(mode)
         elif kind == "font":
@@ -168,19 +198,22 @@ def scan_modes(content: bytes) -> StreamModes | None:
             font, size = name[1:].decode("latin-1"), float(points)
         elif kind == "mode":
             mode = int(float(match.group(kind)))
+        elif kind == "charspace":
+            if float(match.group(kind)) != 0.0:
+                out.gapless = False
         elif kind == "move":
             move = match.group(kind)
             if move.endswith(b"cm"):
-                moved = True
+                moved = transformed = True
+                m = [float(x) for x in move.split()[:-1]]
+                if len(m) != 6 or m[1] != 0.0 or m[2] != 0.0 or abs(m[0]) != abs(m[3]):
+                    out.gapless = False  # rotated or stretched: baselines and sizes not compared here
             else:
-                moves.append(move)
-                if move.endswith(b"TL") or move.endswith(b"TD"):
-                    numbers = move.split()[:-1]
-                    leading = float(numbers[0]) if len(numbers) == 1 else -float(numbers[-1])
+                line, leading = _moved(line, move, leading)
         elif op == b"T*":
-            moves.append(_NEXT_LINE)
+            line, leading = _moved(line, _NEXT_LINE, leading)
         elif op == b"BT":
-            moves, leading_at_bt = [], leading
+            line = _IDENTITY
         elif op == b"q":
             stack.append((font, mode, size, leading))
         elif op == b"Q":
@@ -223,7 +256,7 @@ def fill_stroke_fonts(page: Any) -> PageFonts | None:
     if any(FILL_STROKE in modes and len(modes) > 1 for modes in by_name.values()):
         return None  # one font both filled and stroked and not: only the style collection can tell spans
     stroked = frozenset(n for n, m in by_name.items() if FILL_STROKE in m)
-    return PageFonts(stroked, frozenset(names.values()) - stroked)
+    return PageFonts(stroked, frozenset(names.values()) - stroked, scanned.gapless)
 
 
 def _state_sets_font(doc: Any, page_xref: int) -> bool:

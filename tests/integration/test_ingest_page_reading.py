@@ -1,7 +1,9 @@
 """Reading pages fast gives what reading them as before gives, on FICTIONAL documents (NOT medical
 information): the text read without MuPDF's style collection (ingest.render_modes decides when that is
 safe) equals the text read with it, piece by piece, on the sample and on every alternative layout (one of
-which draws bold as regular text filled and stroked); text printed twice falls back to the style collection;
+which draws bold as regular text filled and stroked), and so does the text of gapless pages read without
+character boxes (two layouts justify word by word: none of their pages is); text printed twice falls back
+to the style collection;
 and a pool of processes reading the pages gives the same BuildResult as reading them one by one."""
 
 from __future__ import annotations
@@ -31,32 +33,40 @@ def styled(page: pymupdf.Page, number: int) -> list[tuple[str, tuple[float, ...]
     return [(ln.text, ln.bbox, [tuple(s) for s in ln.spans]) for ln in lines]
 
 
-def read_both_ways(pdf: bytes) -> tuple[int, int]:
-    """(pages, pages read without the style collection); asserts both ways agree on every page."""
+def read_both_ways(pdf: bytes) -> tuple[int, int, int]:
+    """(pages, pages read without the style collection, pages read without character boxes); asserts
+    every way agrees on every page."""
     doc = pymupdf.open("pdf", pdf)
-    fast = 0
+    fast = gapless = 0
     for index, page in enumerate(doc):
-        lines, _ = page_lines(page, index + 1, True)
+        lines, _ = page_lines(page, index + 1, True)  # with the words: every character's box
         got = [(ln.text, ln.bbox, [tuple(s) for s in ln.spans]) for ln in lines]
         assert got == styled(page, index + 1), f"page {index + 1}"
-        fast += fill_stroke_fonts(page) is not None
-    return doc.page_count, fast
+        quick, _ = page_lines(page, index + 1, False)  # gapless pages: the spans' text only
+        assert [(ln.text, ln.bbox, [tuple(s) for s in ln.spans]) for ln in quick] == got, f"page {index + 1}"
+        fonts = fill_stroke_fonts(page)
+        fast += fonts is not None
+        gapless += fonts is not None and fonts.gapless
+    return doc.page_count, fast, gapless
 
 
 def test_the_sample_is_read_without_the_style_collection_and_the_same() -> None:
-    pages, fast = read_both_ways(render_sample().pdf)
+    pages, fast, gapless = read_both_ways(render_sample().pdf)
     assert fast == pages  # bold drawn filled and stroked in bold fonts: the scan knows it
+    assert gapless >= pages // 2  # one line per text object: most pages need no character boxes
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_layout_reads_the_same_either_way(name: str) -> None:
     if find_family("serif") is None:
         pytest.skip("no TrueType family with Vietnamese glyphs (install fonts-dejavu-core)")
-    pages, fast = read_both_ways(render_variant(sample_monographs(), name).pdf)
+    pages, fast, gapless = read_both_ways(render_variant(sample_monographs(), name).pdf)
     if VARIANTS[name].fake_bold:
         assert fast < pages  # the regular face drawn both ways: those pages need the style collection
     else:
         assert fast == pages
+    if VARIANTS[name].justify:
+        assert gapless == 0  # justified word by word: a word gap may hide in a span, every box is read
 
 
 def test_text_printed_twice_is_merged_as_before() -> None:

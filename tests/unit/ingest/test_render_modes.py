@@ -54,6 +54,44 @@ def test_the_same_word_twice_in_a_row_at_different_places_is_not_fake_bold() -> 
     assert modes(content) == {"R": {0}}
 
 
+def gapless(content: bytes) -> bool | None:
+    scanned = scan_modes(content)
+    return None if scanned is None else scanned.gapless
+
+
+@pytest.mark.parametrize("content", [
+    # one line per text object, each on its own baseline (how the sample formulary is drawn)
+    b"BT /R 9 Tf 1 0 0 1 50 700 Tm (first line) Tj ET BT /R 9 Tf 1 0 0 1 50 688 Tm (second) Tj ET",
+    # a bold label and its text on one baseline: the font changes, so MuPDF starts a new span
+    b"BT /B 9 Tf 1 0 0 1 50 700 Tm (Label:) Tj ET BT /R 9 Tf 1 0 0 1 80 700 Tm (text) Tj ET",
+    b"BT /R 9 Tf 50 700 Td [(no) (numbers)] TJ ET",
+    b"BT /R 9 Tf 0 Tc 50 700 Td (a) Tj 0 -12 Td (b) Tj ET",  # character spacing reset, lines apart
+    b"q BT /R 9 Tf 1 0 0 1 50 700 Tm (a) Tj ET Q BT /R 9 Tf 1 0 0 1 50 688 Tm (b) Tj ET",  # Q, no cm
+    b"BT /R 9 Tf 14 TL 50 700 Td (a) Tj T* (b) Tj ET",  # next line by the leading
+    b"BT /R 9 Tf 1 0 0.2 1 50 700 Tm (sheared) Tj 0 -12 Td (italic) Tj ET",  # shear keeps the baseline
+])
+def test_text_whose_characters_sit_where_the_previous_one_ends_is_gapless(content: bytes) -> None:
+    assert gapless(content) is True
+
+
+@pytest.mark.parametrize("content", [
+    # justified text drawn word by word on one baseline: a gap between words may have no space
+    b"BT /R 9 Tf 50 700 Td (tri) Tj ET BT /R 9 Tf 70 700 Td (dau) Tj ET",
+    b"BT /R 9 Tf 50 700 Td (tri) Tj 3 0 Td (dau) Tj ET",  # the same, in one text object
+    b"BT /R 9 Tf 50 700 Td (a) Tj 0 -4 Td (b) Tj ET",  # only 4 pt lower: MuPDF may keep one line
+    b"BT /R 9 Tf 50 700 Td [(tri) -400 (dau)] TJ ET",  # positioning numbers between strings
+    b"BT /R 9 Tf 2 Tc 50 700 Td (spaced) Tj ET",  # character spacing
+    b"BT /R 9 Tf 50 700 Td 1 2 (a) \" ET",  # the " operator sets character spacing
+    b"q 0 1 -1 0 0 0 cm BT /R 9 Tf 50 700 Td (rotated) Tj ET Q",
+    b"q 1 0 0 0.5 0 0 cm BT /R 9 Tf 50 700 Td (squeezed) Tj ET Q",
+    # a cm then Q between two texts of one font: their baselines are in different coordinates
+    b"q 1 0 0 1 0 12 cm BT /R 9 Tf 1 0 0 1 50 700 Tm (a) Tj ET Q BT /R 9 Tf 1 0 0 1 50 688 Tm (b) Tj ET",
+    b"BT /R 9 Tf 0 1 -1 0 50 700 Tm (up) Tj 0 -20 Td (again) Tj ET",  # rotated baseline
+])
+def test_text_that_may_hide_a_word_gap_is_not_gapless(content: bytes) -> None:
+    assert gapless(content) is False
+
+
 def test_span_names_may_be_cut_short_by_pymupdf() -> None:
     fonts = PageFonts(frozenset({"DejaVuSansCondensed-BoldOblique"}),
                       frozenset({"DejaVuSansCondensed-Oblique"}))
