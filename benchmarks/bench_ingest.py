@@ -26,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,7 +65,7 @@ STAGES = [
 
 
 @contextmanager
-def stage_profile(totals: Counter[str]) -> Iterator[None]:
+def stage_profile(totals: dict[str, float]) -> Iterator[None]:
     """Wall time spent in each stage's function (nested calls of the same stage counted once)."""
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in STAGES]
 
@@ -164,19 +164,34 @@ def load_into(
 
 def parse_figures(pdf: Path, settings: Settings, workers: int, repeat: int,
                   figures: dict[str, Any]) -> Any:
-    pages, raw_s = timed(lambda: raw_text_pages(pdf), repeat)
-    totals: Counter[str] = Counter()
+    """Raw extraction and `build_chunks` timed in turns (raw, build, raw; `repeat` times), so a burst of load
+    from the machine's other jobs weighs on both: the ratio is the median of each turn's ratio."""
+    totals: dict[str, float] = defaultdict(float)
     cpu_before = children_cpu()
-    with stage_profile(totals):
-        result, build_s = timed(
-            lambda: build_chunks(pdf, max_tokens=settings.chunk_max_tokens, workers=workers), repeat)
+    raw_times: list[float] = []
+    build_times: list[float] = []
+    ratios: list[float] = []
+    pages: int = 0
+    result: Any = None
+    for _ in range(repeat):
+        pages, before = timed(lambda: raw_text_pages(pdf))
+        with stage_profile(totals):
+            result, build_s = timed(
+                lambda: build_chunks(pdf, max_tokens=settings.chunk_max_tokens, workers=workers))
+        _, after = timed(lambda: raw_text_pages(pdf))
+        raw_times += [before, after]
+        build_times.append(build_s)
+        ratios.append((before + after) / 2 / build_s)
+    raw_s, build_s, ratio = (statistics.median(raw_times), statistics.median(build_times),
+                             statistics.median(ratios))
     workers_cpu = (children_cpu() - cpu_before) / repeat
     print(f"pages {pages}, monographs {result.monograph_count}, chunks {len(result.chunks)}, "
           f"failed gates {[g.name for g in result.gates if g.count]}")
     raw_rate, build_rate = pages / raw_s, pages / build_s
-    print(f"raw PyMuPDF get_text      {raw_rate:10.1f} pages/s  ({raw_s * 1000:.1f} ms)")
-    print(f"build_chunks (all stages) {build_rate:10.1f} pages/s  ({build_s * 1000:.1f} ms)  "
-          f"ratio build/raw = {build_rate / raw_rate:.3f}")
+    print(f"raw PyMuPDF get_text      {raw_rate:10.1f} pages/s  ({raw_s * 1000:.1f} ms, median)")
+    print(f"build_chunks (all stages) {build_rate:10.1f} pages/s  ({build_s * 1000:.1f} ms, median)  "
+          f"ratio build/raw = {ratio:.3f} (median of {repeat} turns: "
+          f"{', '.join(f'{r:.3f}' for r in sorted(ratios))})")
     print(f"build_chunks per stage (median of {repeat}; workers {resolve_workers(workers)}, "
           f"documents under 96 pages are read in this process):")
     for _, _, stage in STAGES:
@@ -187,7 +202,7 @@ def parse_figures(pdf: Path, settings: Settings, workers: int, repeat: int,
         print(f"  {'(worker processes: CPU time)':34s} {workers_cpu * 1000:9.1f} ms")
     figures.update(
         pages=pages, monographs=result.monograph_count, chunks=len(result.chunks),
-        raw_s=raw_s, build_s=build_s, ratio_build_to_raw=build_rate / raw_rate,
+        raw_s=raw_s, build_s=build_s, ratio_build_to_raw=ratio, ratio_turns=sorted(ratios),
         workers=resolve_workers(workers), workers_cpu_s=workers_cpu,
         stages_s={stage: totals[stage] / repeat for _, _, stage in STAGES if totals[stage] >= 1e-4},
     )

@@ -222,7 +222,11 @@ def _line_pieces(raw_line: dict[str, Any], page: int, words: list[Token] | None,
             groups.append([span])
     pieces: list[TextLine] = []
     for group in groups:
-        merged = _merge_spans(group) if len(group) > 1 else group
+        if len(group) == 1:  # most pieces: one span, its box
+            if group[0].text.strip():
+                pieces.append(TextLine(spans=group, page=page, bbox=group[0].bbox))
+            continue
+        merged = _merge_spans(group)
         if not "".join(s.text for s in merged).strip():
             continue
         bbox: BBox = (min(s.bbox[0] for s in merged), min(s.bbox[1] for s in merged),
