@@ -40,7 +40,7 @@ import ingest.parse as parse_module  # noqa: E402
 from ingest.build import build_chunks  # noqa: E402
 from ingest.embed_cache import embed_cached  # noqa: E402
 from ingest.load import load_generation, make_manifest, sparse_vectors  # noqa: E402
-from ingest.page_pool import PagePool, resolve_workers  # noqa: E402
+from ingest.page_pool import MIN_PAGES, PagePool, resolve_workers  # noqa: E402
 from ingest.pipeline import run_ingest  # noqa: E402
 from rag_server.config import Settings  # noqa: E402
 from rag_server.providers.base import EmbedKind  # noqa: E402
@@ -50,7 +50,7 @@ from rag_server.store.edge import EdgeStore  # noqa: E402
 
 # (module, function, stage) timed in the calling process; the pool's workers report their CPU time instead
 STAGES = [
-    (PagePool, "read", "pages read (worker processes)"),
+    (PagePool, "read", "pages read (this process and workers)"),
     (parse_module, "read_pages", "pages read (this process)"),
     (parse_module, "detect_running", "furniture + folios"),
     (parse_module, "find_text_tables", "tables (ruled by lines, unruled)"),
@@ -193,7 +193,7 @@ def parse_figures(pdf: Path, settings: Settings, workers: int, repeat: int,
           f"ratio build/raw = {ratio:.3f} (median of {repeat} turns: "
           f"{', '.join(f'{r:.3f}' for r in sorted(ratios))})")
     print(f"build_chunks per stage (median of {repeat}; workers {resolve_workers(workers)}, "
-          f"documents under 96 pages are read in this process):")
+          f"documents under {MIN_PAGES} pages are read in this process alone):")
     for _, _, stage in STAGES:
         if totals[stage] >= 1e-4:
             share = totals[stage] / repeat / build_s

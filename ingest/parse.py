@@ -26,8 +26,8 @@ from ingest.regions import Segment, has_grid, inside, mark_formulas, rules_from_
 from ingest.running import DEFAULT_MARKS, build_page_map, detect_running, inferred_pages
 from ingest.tables import Layout, Token, find_text_tables
 
-__all__ = ["PageError", "PageSource", "RawPage", "chars_text", "extract_page", "layout_pages", "page_words",
-           "parse_document", "read_pages"]
+__all__ = ["PageError", "PageSource", "RawPage", "ReadRange", "chars_text", "extract_page", "layout_pages",
+           "page_words", "parse_document", "read_pages", "read_range"]
 
 PageProgress = Callable[[int, int], None]
 
@@ -221,24 +221,37 @@ def _words_outside(words: list[Token], furniture: list[TextLine]) -> list[Token]
                                         and b[0] - 1 <= (w.x0 + w.x1) / 2 <= b[2] + 1 for b in boxes)]
 
 
-class PageSource(Protocol):
-    """Reads every page of the document elsewhere (`ingest.page_pool.PagePool`), or declines (None)."""
+ReadRange = Callable[[int, int], list[RawPage]]  # pages [first, last) (0-based indexes), read here
 
-    def read(self, total: int, progress: PageProgress | None = None) -> list[RawPage] | None: ...
+
+class PageSource(Protocol):
+    """Reads every page of the document with processes of its own, this one (`here`) reading some of them
+    too (`ingest.page_pool.PagePool`), or declines (None)."""
+
+    def read(self, total: int, here: ReadRange,
+             progress: PageProgress | None = None) -> list[RawPage] | None: ...
+
+
+def read_range(doc: pymupdf.Document, first: int, last: int) -> list[RawPage]:
+    """Pages [first, last) (0-based indexes) of an open document. Raises PageError when a page cannot be
+    loaded or read."""
+    raw_pages: list[RawPage] = []
+    for index in range(first, last):
+        try:
+            raw_pages.append(extract_page(doc.load_page(index), index + 1))
+        except Exception as exc:  # PyMuPDF raises plain RuntimeError/ValueError subclasses
+            raise PageError(index + 1, exc) from exc
+    return raw_pages
 
 
 def read_pages(doc: pymupdf.Document, progress: PageProgress | None = None) -> list[RawPage]:
     """Every page of an open document, one by one. Raises PageError when a page cannot be loaded or read."""
     total = doc.page_count
     raw_pages: list[RawPage] = []
-    for index in range(total):
-        try:
-            page = doc.load_page(index)
-            raw_pages.append(extract_page(page, index + 1))
-        except Exception as exc:  # PyMuPDF raises plain RuntimeError/ValueError subclasses
-            raise PageError(index + 1, exc) from exc
-        if progress is not None and (index + 1 == total or (index + 1) % 25 == 0):
-            progress(index + 1, total)
+    for first in range(0, total, 25):
+        raw_pages += read_range(doc, first, min(total, first + 25))
+        if progress is not None:
+            progress(len(raw_pages), total)
     return raw_pages
 
 
@@ -246,7 +259,8 @@ def parse_document(doc: pymupdf.Document, marks: tuple[str, ...] = DEFAULT_MARKS
                    progress: PageProgress | None = None, pages: PageSource | None = None) -> ParsedDocument:
     """All pages of an open document, read by `pages` (a pool of processes) when it takes them, else here.
     Raises PageError when a page cannot be loaded or read."""
-    raw_pages = pages.read(doc.page_count, progress) if pages is not None else None
+    here: ReadRange = lambda first, last: read_range(doc, first, last)  # noqa: E731
+    raw_pages = pages.read(doc.page_count, here, progress) if pages is not None else None
     if raw_pages is None:
         raw_pages = read_pages(doc, progress)
     return layout_pages(raw_pages, marks, lambda number: page_words(doc, number))

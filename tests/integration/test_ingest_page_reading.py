@@ -9,18 +9,20 @@ and a pool of processes reading the pages gives the same BuildResult as reading 
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import pymupdf
 import pytest
 
+from ingest import page_pool
 from ingest.build import build_chunks
 from ingest.fixtures.alt_layouts import VARIANTS, render_variant, sample_monographs
 from ingest.fixtures.alt_render import find_family
 from ingest.fixtures.sample_formulary import render_sample
-from ingest.page_pool import MIN_PAGES, PagePool, PdfFile
+from ingest.page_pool import MIN_PAGES, PagePool, PdfFile, task_ranges
 from ingest.page_text import STYLED_FLAGS, _pieces, page_lines
-from ingest.parse import read_pages
+from ingest.parse import RawPage, read_pages, read_range
 from ingest.render_modes import fill_stroke_fonts
 
 pytestmark = pytest.mark.integration
@@ -96,10 +98,25 @@ def test_a_pool_of_processes_reads_the_pages_as_one_process_does(long_pdf: Path)
     pool = PagePool(PdfFile.of(long_pdf), 2)
     doc = pymupdf.open(long_pdf)
     events: list[tuple[int, int]] = []
-    pooled = pool.read(doc.page_count, lambda done, total: events.append((done, total)))
+    read_here: list[tuple[int, int]] = []
+
+    def here(first: int, last: int) -> list[RawPage]:
+        read_here.append((first, last))
+        return read_range(doc, first, last)
+
+    pooled = pool.read(doc.page_count, here, lambda done, total: events.append((done, total)))
     assert pooled is not None, "the pool declined: worker processes could not read the pages"
     assert pooled == read_pages(doc)
     assert events[-1] == (doc.page_count, doc.page_count) and len(events) > 1
+    assert read_here and read_here[0][0] == 0  # this process starts at once, on the first pages
+
+
+def test_a_worker_that_never_gets_ready_leaves_its_share_here(long_pdf: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(page_pool._Worker, "ready", lambda self: False)  # e.g. still importing
+    doc = pymupdf.open(long_pdf)
+    pooled = PagePool(PdfFile.of(long_pdf), 2).read(doc.page_count, lambda a, b: read_range(doc, a, b))
+    assert pooled == read_pages(doc)
 
 
 def test_build_chunks_is_the_same_whatever_reads_the_pages(long_pdf: Path) -> None:
@@ -115,4 +132,14 @@ def test_a_file_changed_since_it_was_hashed_is_not_read_by_workers(long_pdf: Pat
     source = PdfFile.of(copy)
     copy.write_bytes(long_pdf.read_bytes() + b"\n% changed\n")
     assert not source.unchanged()
-    assert PagePool(source, 2).read(pymupdf.open(long_pdf).page_count) is None  # the caller reads them
+    doc = pymupdf.open(long_pdf)  # the bytes that were hashed
+    slow: list[int] = []
+
+    def here(first: int, last: int) -> list[RawPage]:  # slow enough for the worker to ask for a range
+        slow.append(first)
+        time.sleep(0.2)
+        return read_range(doc, first, last)
+
+    pooled = PagePool(source, 2).read(doc.page_count, here)
+    assert pooled is None  # the worker refused the changed file: the caller reads every page itself
+    assert len(slow) < len(task_ranges(doc.page_count, 2))
