@@ -4,10 +4,10 @@ With `ingest.page_text` (a page's text) and `ingest.page_pool` (pages read by wo
 modules that talk to PyMuPDF's page objects; everything after works on `ingest.layout` records. Per page:
 spans (text, font, size, bold/italic, bbox, baseline) from one `page.get_text("dict")` or ("rawdict", see
 `ingest.page_text`), fully ruled tables from `page.find_tables()` (only where the drawings hold a grid; the
-words with their boxes are read for a cell that a line runs across), horizontal rules for the tables
-`ingest.tables` finds (the words are read, on demand, for a page with a rule inside its body), formula bars
-from the drawings. Then, over the whole document: body text size, page furniture and folios
-(`ingest.running`), the page map, tables ruled by horizontal lines only or not ruled at all, reading order.
+words with their boxes are read for their cells), horizontal rules for the tables `ingest.tables` finds
+(the words are read, on demand, for a page with a rule inside its body), formula bars from the drawings.
+Then, over the whole document: body text size, page furniture and folios (`ingest.running`), the page map,
+tables ruled by horizontal lines only or not ruled at all, reading order.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class RawPage:
     lines: list[TextLine]
     horizontal: list[Segment] = field(default_factory=list)
     tables: list[TableRegion] = field(default_factory=list)
-    words: list[Token] | None = None  # read for a grid's cells when one needed them; else on demand (None)
+    words: list[Token] | None = None  # read with the lines on pages with a grid; else on demand (None)
 
 
 def table_marker(page: int) -> str:
@@ -63,11 +63,10 @@ def _fits(line: TextLine, box: BBox) -> bool:
     return box[0] - 2.0 <= line.x0 and line.x1 <= box[2] + 2.0
 
 
-def table_cells(lines: list[TextLine], words: Callable[[], list[Token]],
-                rows: list[list[Any]]) -> list[list[str]]:
+def table_cells(lines: list[TextLine], words: list[Token], rows: list[list[Any]]) -> list[list[str]]:
     """The text of each cell of a grid (PyMuPDF's own cell text drops narrow spaces): the lines whose
     centre lies in the cell; a line that runs into the next cell (text nearly touching the rule) gives each
-    cell the words of it that lie there (`words` reads the page's words: only then)."""
+    cell the words of it that lie there."""
     boxes = [_cell_box(cell) for row in rows for cell in row if cell is not None]
     whole: list[TextLine] = []
     words_across: list[Token] = []
@@ -78,7 +77,7 @@ def table_cells(lines: list[TextLine], words: Callable[[], list[Token]],
         if _fits(line, home):
             whole.append(line)
         else:
-            words_across += [w for w in words() if line.x0 - 1 <= (w.x0 + w.x1) / 2 <= line.x1 + 1
+            words_across += [w for w in words if line.x0 - 1 <= (w.x0 + w.x1) / 2 <= line.x1 + 1
                              and line.y0 - 1 <= w.cy <= line.y1 + 1]
     out: list[list[str]] = []
     for row in rows:
@@ -98,28 +97,15 @@ def table_cells(lines: list[TextLine], words: Callable[[], list[Token]],
     return out
 
 
-class _PageWords:
-    """A page's words (with their boxes), read from the page when first asked for."""
-
-    def __init__(self, page: pymupdf.Page, number: int) -> None:
-        self.page, self.number = page, number
-        self.words: list[Token] | None = None
-
-    def __call__(self) -> list[Token]:
-        if self.words is None:
-            self.words = page_lines(self.page, self.number, True)[1]
-        return self.words
-
-
 def extract_page(page: pymupdf.Page, number: int) -> RawPage:
     """Lines, rules and tables of one page (number is physical and 1-based)."""
     horizontal, vertical = rules_from_drawings(page.get_drawings())
-    lines, _ = page_lines(page, number, False)
-    # Words with their boxes: for a grid's cells, only when a line runs across one (few do); for tables
-    # ruled by lines only, read on demand (`page_words`) when the page has a rule inside its body.
-    words = _PageWords(page, number)
+    # Words with their boxes: for the cells of grids here; for tables ruled by lines only, read on demand
+    # (`page_words`) when the page has a rule inside its body, which few pages have.
+    grid = has_grid(horizontal, vertical)
+    lines, words = page_lines(page, number, grid)
     tables: list[TableRegion] = []
-    if has_grid(horizontal, vertical):
+    if grid:
         # Only the region of the vertical rules (a header rule spans the page but holds no table): ~2x faster.
         clip = pymupdf.Rect(min(v[0] for v in vertical) - 3, min(v[1] for v in vertical) - 3,
                             max(v[2] for v in vertical) + 3, max(v[3] for v in vertical) + 3)
@@ -130,7 +116,8 @@ def extract_page(page: pymupdf.Page, number: int) -> RawPage:
                 tables.append(TableRegion(page=number, bbox=(x0, y0, x1, y1), rows=rows))
     rect = page.rect
     free_rules = [seg for seg in horizontal if not any(_seg_inside(seg, t.bbox) for t in tables)]
-    return RawPage(number, float(rect.width), float(rect.height), lines, free_rules, tables, words.words)
+    return RawPage(number, float(rect.width), float(rect.height), lines, free_rules, tables,
+                   words if grid else None)
 
 
 def page_words(doc: pymupdf.Document, number: int) -> list[Token]:
