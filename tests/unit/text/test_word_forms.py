@@ -36,3 +36,11 @@ def test_count_tokens_equals_its_definition(text: str) -> None:
     from rag_server.text.tokens import count_tokens, count_tokens_slow
 
     assert count_tokens(text) == count_tokens_slow(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aăâbđếệyỷ_19 \t\n.,;:/()-\u00a0\u0301", max_size=300))
+def test_count_tokens_equals_its_definition_on_long_vietnamese_words(text: str) -> None:
+    from rag_server.text.tokens import count_tokens, count_tokens_slow
+
+    assert count_tokens(text) == count_tokens_slow(text)
