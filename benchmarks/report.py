@@ -30,7 +30,7 @@ def run(out: Path, quick: bool) -> None:
     monographs = ["--monographs", "40"] if quick else []
     requests = ["--requests", "400"] if quick else []
     steps = [
-        ("ingest", [str(HERE / "bench_ingest.py"), *([] if quick else ["--scale", "680", "--repeat", "1",
+        ("ingest", [str(HERE / "bench_ingest.py"), *([] if quick else ["--scale", "680", "--repeat", "3",
                     "--embed-texts", "32"]), "--json", str(out / "ingest.json")]),
         ("retrieve", [str(HERE / "bench_retrieve.py"), *monographs, *requests, "--json",
                       str(out / "retrieve.json")]),

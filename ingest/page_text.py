@@ -1,16 +1,17 @@
 """One PDF page's text as styled line pieces (and, when asked, its words with their boxes).
 
 Per page, one `page.get_text("rawdict")` call: characters with their boxes, so word gaps that MuPDF leaves
-without a space are found (`chars_text`). Bold is the font's flag or name, or text drawn filled and
-stroked (synthetic bold). MuPDF reports that last only with its style collection, which costs about ten
-times the rest of the extraction; so the page's content stream is scanned first (`ingest.render_modes`)
-and, when it shows the fonts drawn that way and nothing else the style collection would change, the text is
-read without it and a span's font says whether it is stroked. Otherwise, or when a span's font is not one
-the scan knows, or when two pieces with the same text overlap (text printed twice), the page is read with
-MuPDF's style collection, as before. Both ways give the same pieces (a test compares them page by page).
-When the scan also finds the page's text gapless (every character placed where the previous one ends, so
-no span hides a word gap) and the words are not asked for, the spans' text is read without character boxes
-(`get_text("dict")`), which gives the same pieces again for a third of the cost.
+without a space are found (`chars_text`), or `get_text("dict")` when no such gap can exist (below). Bold is
+the font's flag or name, or text drawn filled and stroked (synthetic bold). MuPDF reports that last only
+with its style collection, which costs about ten times the rest of the extraction; so the page's content
+stream is scanned first (`ingest.render_modes`) and, when it shows the fonts drawn that way and nothing else
+the style collection would change, the text is read without it and a span's font says whether it is
+stroked. Otherwise, or when a span's font is not one the scan knows, or when two pieces with the same text
+overlap (text printed twice), the page is read with MuPDF's style collection, as before. Both ways give the
+same pieces (a test compares them page by page). When the scan also finds the page's text gapless (every
+character placed where the previous one ends, so no span hides a word gap) and the words are not asked for,
+the spans' text is read without character boxes (`get_text("dict")`), which gives the same pieces again for
+a third of the cost.
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@ class Settings(BaseSettings):
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
     load_batch_size: int = Field(256, ge=1, le=10000, description="Points per store upsert.")
     ingest_workers: int = Field(
-        0, ge=0, le=256, description="Processes that read PDF pages during ingestion (0 = one per CPU core; "
-        "1 = in the ingesting process; documents under 96 pages are always read there)."
+        0, ge=0, le=256, description="Processes that read PDF pages during ingestion, the ingesting one "
+        "included (0 = one per CPU core; 1 = the ingesting process alone, as for documents under 32 pages)."
     )
     embed_concurrency: int = Field(
         0, ge=0, le=64, description="Embedding batches in flight at once during ingestion (0 = the "
