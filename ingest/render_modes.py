@@ -14,11 +14,12 @@ lines and spans come out the same, except that
 the page is simple enough for that to be the only difference, and each font is drawn in one way only (so a
 span's font says whether it is stroked); otherwise None, and the parser lets MuPDF collect the styles.
 
-The same scan says whether the page's text is `gapless`: every string is shown without positioning numbers
-(TJ) or character spacing (Tc, the `"` operator), and no two strings shown one after the other in the same
-font and size lie on one baseline. Then MuPDF places each character of a span where the previous one ends,
-so no span can hold a word gap without a space, and the parser may read the page's text without every
-character's box (`ingest.page_text`). The
+The same scan says whether the page's text is `gapless`: no string is moved right of where the previous one
+ended by more than kerning does (a TJ number under TJ_GAP), there is no character spacing (Tc, the `"`
+operator) or horizontal scaling (Tz), and no two strings shown one after the other in the same font and
+size lie on one baseline. Then MuPDF places each character of a span where the previous one ends, or
+nearly, so no span can hold a word gap without a space, and the parser may read the page's text without
+every character's box (`ingest.page_text`). The
 scan is conservative: annotations, Type3 fonts, form XObjects with text, inline images, marked ActualText,
 graphics states that set a font, a literal string it cannot tokenise, clipping render modes, and the same
 text shown twice in a row (fake bold by double printing) all answer None. The parser also re-reads a page
@@ -48,6 +49,7 @@ _TOKEN = re.compile(
     + rb"|(?P<name>/[^\s/\[\]()<>{}%]*)"
     + rb"|(?P<mode>" + _NUMBER + rb")\s+Tr" + _DELIM
     + rb"|(?P<charspace>" + _NUMBER + rb")\s+Tc" + _DELIM
+    + rb"|(?P<hscale>" + _NUMBER + rb")\s+Tz" + _DELIM
     + rb"|(?P<move>" + _NUMBERS + rb"{1,6}(?:Td|TD|Tm|TL|cm))" + _DELIM
     + rb"|(?<![^\s\[\]()<>{}/%])(?P<op>Tj|TJ|T\*|'|\"|q|Q|BT|BI|Do|gs)" + _DELIM
     + rb"|(?P<bad>[()]))",
@@ -61,6 +63,9 @@ NEAR = 0.25  # x font size: the same text shown again this close to where it was
 LINE_APART = 1.0  # x font size: two strings shown this far apart across the baseline are on different lines
 # (MuPDF starts a new line at 0.8)
 _STRINGS = re.compile(_STRING + rb"|" + _HEX, re.S)
+_NUMBERS_IN = re.compile(_NUMBER)
+TJ_GAP = 100.0  # thousandths of the font size: a TJ array moving a string further right may hide a word gap
+# (the parser's word gap is 0.15 of the font size; kerning moves strings by a few hundredths)
 
 Matrix = tuple[float, float, float, float, float, float]
 _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -170,7 +175,7 @@ def scan_modes(content: bytes) -> StreamModes | None:
     pending: bytes | None = None
     fonts: dict[bytes, tuple[str, float]] = {}  # a `/F1 9.5` operand read once
     # findall: one tuple of the groups per token, made in C (a third of the time of match objects)
-    for comment, array, show, string, font_set, name, mode_set, charspace, move, op, bad \
+    for comment, array, show, string, font_set, name, mode_set, charspace, hscale, move, op, bad \
             in _TOKEN.findall(content):
         if string:
             pending = string
@@ -188,8 +193,8 @@ def scan_modes(content: bytes) -> StreamModes | None:
             now = _Shown(font, shown, line, size)
             if last is not None and last.font == font and last.operand == shown and (moved or now.near(last)):
                 return None  # the same text shown again where it was: fake bold by printing twice
-            if op == b'"' or (array and re.search(rb"\d", _STRINGS.sub(b"", shown))):
-                out.gapless = False  # character spacing, or positioning numbers between the strings
+            if op == b'"' or (array and _spread(array)):
+                out.gapless = False  # character spacing, or strings moved apart by more than kerning
             elif last is not None and last.font == font and last.size == size \
                     and ((moved and transformed) or not now.other_line(last)):
                 out.gapless = False  # one span may continue across the two strings
@@ -206,6 +211,9 @@ def scan_modes(content: bytes) -> StreamModes | None:
         elif charspace:
             if float(charspace) != 0.0:
                 out.gapless = False
+        elif hscale:
+            if float(hscale) != 100.0:
+                out.gapless = False  # horizontal scaling: TJ moves are scaled too
         elif move:
             if move.endswith(b"cm"):
                 moved = transformed = True
@@ -232,6 +240,12 @@ def scan_modes(content: bytes) -> StreamModes | None:
             out.sets_state = True
         pending = None
     return out
+
+
+def _spread(array: bytes) -> bool:
+    """A TJ array moves one of its strings right of where the previous one ended by more than TJ_GAP (the
+    numbers between two strings, summed: negative numbers move right)."""
+    return any(sum(map(float, _NUMBERS_IN.findall(between))) < -TJ_GAP for between in _STRINGS.split(array))
 
 
 def fill_stroke_fonts(page: Any) -> PageFonts | None:

@@ -84,6 +84,22 @@ def test_text_printed_twice_is_merged_as_before() -> None:
     assert [(ln.text, ln.bbox) for ln in lines] == [(t, b) for t, b, _ in styled(reread[0], 1)]
 
 
+def test_kerned_text_is_gapless_and_reads_the_same_without_character_boxes() -> None:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((50, 100), "x", fontname="helv")  # a content stream and the base-14 font resource
+    doc.update_stream(page.get_contents()[0], (
+        b"BT /helv 11 Tf 1 0 0 1 50 700 Tm [(Keptr) -20 (alon) 30 (e tab) -60 (lets)] TJ ET\n"
+        b"BT /helv 11 Tf 1 0 0 1 50 680 Tm [(Chong) 15 ( chi) -45 ( dinh)] TJ ET\n"))
+    kerned = pymupdf.open("pdf", doc.tobytes())[0]
+    fonts = fill_stroke_fonts(kerned)
+    assert fonts is not None and fonts.gapless
+    quick, _ = page_lines(kerned, 1, False)
+    boxed, _ = page_lines(kerned, 1, True)
+    assert [(ln.text, ln.bbox) for ln in quick] == [(ln.text, ln.bbox) for ln in boxed]
+    assert [ln.text for ln in quick] == ["Keptralone tablets", "Chong chi dinh"]
+
+
 @pytest.fixture(scope="module")
 def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ingest.fixtures import scale_corpus

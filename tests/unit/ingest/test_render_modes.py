@@ -69,6 +69,8 @@ def gapless(content: bytes) -> bool | None:
     b"q BT /R 9 Tf 1 0 0 1 50 700 Tm (a) Tj ET Q BT /R 9 Tf 1 0 0 1 50 688 Tm (b) Tj ET",  # Q, no cm
     b"BT /R 9 Tf 14 TL 50 700 Td (a) Tj T* (b) Tj ET",  # next line by the leading
     b"BT /R 9 Tf 1 0 0.2 1 50 700 Tm (sheared) Tj 0 -12 Td (italic) Tj ET",  # shear keeps the baseline
+    b"BT /R 9 Tf 50 700 Td [(Ke) -20 (ptra) 35 (lon) -95 (e)] TJ ET",  # kerning: under a tenth of the size
+    b"BT /R 9 Tf 100 Tz 50 700 Td [(a) -50 (b)] TJ ET",  # no horizontal scaling
 ])
 def test_text_whose_characters_sit_where_the_previous_one_ends_is_gapless(content: bytes) -> None:
     assert gapless(content) is True
@@ -79,7 +81,9 @@ def test_text_whose_characters_sit_where_the_previous_one_ends_is_gapless(conten
     b"BT /R 9 Tf 50 700 Td (tri) Tj ET BT /R 9 Tf 70 700 Td (dau) Tj ET",
     b"BT /R 9 Tf 50 700 Td (tri) Tj 3 0 Td (dau) Tj ET",  # the same, in one text object
     b"BT /R 9 Tf 50 700 Td (a) Tj 0 -4 Td (b) Tj ET",  # only 4 pt lower: MuPDF may keep one line
-    b"BT /R 9 Tf 50 700 Td [(tri) -400 (dau)] TJ ET",  # positioning numbers between strings
+    b"BT /R 9 Tf 50 700 Td [(tri) -400 (dau)] TJ ET",  # a word gap made by a TJ number
+    b"BT /R 9 Tf 50 700 Td [(tri) -60 -60 (dau)] TJ ET",  # ... made by two
+    b"BT /R 9 Tf 120 Tz 50 700 Td [(a) -50 (b)] TJ ET",  # horizontal scaling widens every move
     b"BT /R 9 Tf 2 Tc 50 700 Td (spaced) Tj ET",  # character spacing
     b"BT /R 9 Tf 50 700 Td 1 2 (a) \" ET",  # the " operator sets character spacing
     b"q 0 1 -1 0 0 0 cm BT /R 9 Tf 50 700 Td (rotated) Tj ET Q",
