@@ -9,6 +9,7 @@ and a pool of processes reading the pages gives the same BuildResult as reading 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from pathlib import Path
 
@@ -142,20 +143,31 @@ def test_build_chunks_is_the_same_whatever_reads_the_pages(long_pdf: Path) -> No
     assert dataclasses.asdict(pooled) == dataclasses.asdict(alone)
 
 
-def test_a_file_changed_since_it_was_hashed_is_not_read_by_workers(long_pdf: Path, tmp_path: Path) -> None:
+def test_a_file_changed_since_it_was_hashed_is_not_read_by_workers(long_pdf: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     copy = tmp_path / "copy.pdf"
     copy.write_bytes(long_pdf.read_bytes())
     source = PdfFile.of(copy)
     copy.write_bytes(long_pdf.read_bytes() + b"\n% changed\n")
     assert not source.unchanged()
     doc = pymupdf.open(long_pdf)  # the bytes that were hashed
-    slow: list[int] = []
+    worker_ready = threading.Event()
+    ready = page_pool._Worker.ready
 
-    def here(first: int, last: int) -> list[RawPage]:  # slow enough for the worker to ask for a range
-        slow.append(first)
-        time.sleep(0.2)
+    def ready_and_say(worker: page_pool._Worker) -> bool:
+        answer = ready(worker)
+        worker_ready.set()
+        return answer
+
+    monkeypatch.setattr(page_pool._Worker, "ready", ready_and_say)
+    read_here: list[int] = []
+
+    def here(first: int, last: int) -> list[RawPage]:  # waits until the worker asks for a range
+        read_here.append(first)
+        assert worker_ready.wait(60), "the page worker never got ready"
+        time.sleep(0.05)  # (it takes the next range as soon as it is ready)
         return read_range(doc, first, last)
 
     pooled = PagePool(source, 2).read(doc.page_count, here)
     assert pooled is None  # the worker refused the changed file: the caller reads every page itself
-    assert len(slow) < len(task_ranges(doc.page_count, 2))
+    assert len(read_here) < len(task_ranges(doc.page_count, 2))
