@@ -6,6 +6,7 @@ from typing import Any
 
 from rag_server.providers._hosted import INPUT_TYPES, HostedEmbedder
 from rag_server.providers.base import EmbedKind, ProviderError
+from rag_server.providers.cohere.client import cohere_client
 
 COHERE_MAX_TEXTS = 96  # texts per embed call accepted by the API
 
@@ -29,12 +30,7 @@ class CohereEmbedder(HostedEmbedder):
         client: Any = None,
     ) -> None:
         if client is None:
-            import cohere
-
-            kwargs: dict[str, Any] = {"timeout": timeout_s, "max_retries": max_retries}
-            if base_url:
-                kwargs["base_url"] = base_url
-            client = cohere.ClientV2(api_key, **kwargs)
+            client = cohere_client(api_key, base_url, timeout_s, max_retries)
         self._client = client
         super().__init__(model, batch_size, COHERE_MAX_TEXTS, dims)
         self.model = f"cohere/{model}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_server.providers.base import MalformedOutput, ProviderError
+from rag_server.providers.cohere.client import cohere_client
 
 _TEXT_CITATIONS = (None, "TEXT_CONTENT")  # PLAN and THINKING_CONTENT citations cite no answer text
 
@@ -47,12 +48,7 @@ class CohereChat:
         client: Any = None,
     ) -> None:
         if client is None:
-            import cohere
-
-            kwargs: dict[str, Any] = {"timeout": timeout_s, "max_retries": max_retries}
-            if base_url:
-                kwargs["base_url"] = base_url
-            client = cohere.ClientV2(api_key, **kwargs)
+            client = cohere_client(api_key, base_url, timeout_s, max_retries)
         self._client = client
         self.model = model
         self.max_tokens = max_tokens

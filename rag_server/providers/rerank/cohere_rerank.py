@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_server.providers.base import ProviderError, RerankDoc
+from rag_server.providers.cohere.client import cohere_client
 
 
 class CohereReranker:
@@ -22,12 +23,7 @@ class CohereReranker:
         client: Any = None,
     ) -> None:
         if client is None:
-            import cohere
-
-            kwargs: dict[str, Any] = {"timeout": timeout_s, "max_retries": 0}
-            if base_url:
-                kwargs["base_url"] = base_url
-            client = cohere.ClientV2(api_key, **kwargs)
+            client = cohere_client(api_key, base_url, timeout_s, max_retries=0)  # no retry within the timeout
         self._client = client
         self.model = model
 
