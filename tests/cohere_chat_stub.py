@@ -4,14 +4,13 @@ cited to its document (spans of the reply text, as Cohere's native citations). F
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from json_http_stub import serve_json
 
 Reply = Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
 
@@ -64,27 +63,5 @@ class CohereChatStub:
 @contextmanager
 def serve(stub: CohereChatStub) -> Iterator[str]:
     """The stub on 127.0.0.1 (a free port); yields its base_url."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            stub.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            status, payload = stub.reply(body)
-            data = json.dumps(payload, ensure_ascii=False).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_json(lambda body: stub.reply(body), stub.requests) as url:
+        yield url

@@ -11,16 +11,15 @@ import dataclasses
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import grpc
 import pytest
 from databases import fresh_database  # type: ignore[import-not-found]
+from json_http_stub import serve_json  # type: ignore[import-not-found]
 from pg_proxy import PgProxy  # type: ignore[import-not-found]
 
 from rag_server.answer.factory import build_answer_parts
@@ -122,61 +121,48 @@ async def test_a_provider_that_does_not_answer_ends_in_a_clean_abstain(tmp_path:
     assert took < 2.5  # the 1 s budget, not the provider's 5 s
 
 
-class FlakyRerank(BaseHTTPRequestHandler):
-    failing: ClassVar[bool] = True
+class FlakyRerank:
+    """Cohere's rerank endpoint: 503 while `failing`, else the documents in the order given."""
 
-    def do_POST(self) -> None:
-        import json
+    failing = True
 
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if type(self).failing:
-            payload, status = {"message": "overloaded"}, 503
-        else:
-            docs = body["documents"]
-            payload = {"id": "t", "results": [{"index": i, "relevance_score": 1.0 - i / 100}
-                                              for i in range(min(body["top_n"], len(docs)))]}
-            status = 200
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+    def reply(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if self.failing:
+            return 503, {"message": "overloaded"}
+        top = min(body["top_n"], len(body["documents"]))
+        results = [{"index": i, "relevance_score": 1.0 - i / 100} for i in range(top)]
+        return 200, {"id": "t", "results": results}
 
 
 async def test_a_failing_reranker_opens_the_breaker_and_recovers(tmp_path: Path) -> None:
-    http = ThreadingHTTPServer(("127.0.0.1", 0), FlakyRerank)
-    threading.Thread(target=http.serve_forever, daemon=True).start()
-    settings = Settings(  # type: ignore[call-arg]
-        port=0, data_dir=tmp_path, reranker="cohere", cohere_api_key="test", grace_period_s=1,
-        cohere_base_url=f"http://127.0.0.1:{http.server_address[1]}", rerank_breaker_failures=2,
-        rerank_breaker_cooldown_s=1.0, reply_cache_size=0,
-    )
-    running = await start_server(settings)
-    states: list[str] = []
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+    flaky = FlakyRerank()
+    with serve_json(flaky.reply) as cohere_url:
+        settings = Settings(  # type: ignore[call-arg]
+            port=0, data_dir=tmp_path, reranker="cohere", cohere_api_key="test", grace_period_s=1,
+            cohere_base_url=cohere_url, rerank_breaker_failures=2, rerank_breaker_cooldown_s=1.0,
+            reply_cache_size=0,
+        )
+        running = await start_server(settings)
+        states: list[str] = []
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+                stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
 
-            async def free_form() -> retrieval_pb2.RetrieveResponse:
-                reply = await stub.Retrieve(retrieval_pb2.RetrieveRequest(
-                    query="zelvorin có gây buồn ngủ không"), timeout=30)
-                states.append(reply.reranker_state)
-                return reply
+                async def free_form() -> retrieval_pb2.RetrieveResponse:
+                    reply = await stub.Retrieve(retrieval_pb2.RetrieveRequest(
+                        query="zelvorin có gây buồn ngủ không"), timeout=30)
+                    states.append(reply.reranker_state)
+                    return reply
 
-            for _ in range(3):
-                reply = await free_form()
-                assert reply.evidence  # the fallback order still answers
-            FlakyRerank.failing = False
-            await asyncio.sleep(1.2)  # the cooldown
-            await free_form()
-            await free_form()
-    finally:
-        await running.stop(0)
-        http.shutdown()
+                for _ in range(3):
+                    reply = await free_form()
+                    assert reply.evidence  # the fallback order still answers
+                flaky.failing = False
+                await asyncio.sleep(1.2)  # the cooldown
+                await free_form()
+                await free_form()
+        finally:
+            await running.stop(0)
     print(f"\nbreaker states: {states}")
     assert states[:3] == ["closed", "open", "open"] and states[-1] == "closed"
 

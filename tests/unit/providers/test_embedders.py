@@ -6,15 +6,14 @@ from __future__ import annotations
 import io
 import json
 import math
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+from json_http_stub import serve_json
 
 from rag_server.config import Settings
 from rag_server.providers.base import ProviderError
@@ -90,28 +89,8 @@ class CohereStub:
 @pytest.fixture
 def cohere_server() -> Iterator[tuple[str, CohereStub]]:
     stub = CohereStub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            stub.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            status, payload = stub.reply(body)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", stub
-    server.shutdown()
-    server.server_close()
+    with serve_json(stub.reply, stub.requests) as url:
+        yield url, stub
 
 
 def test_cohere_embed_request_body_batches_and_normalises(cohere_server: tuple[str, CohereStub]) -> None:

@@ -3,13 +3,11 @@ through the cohere SDK against a local HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from json_http_stub import Recorded, serve_json
 
 from rag_server.config import Settings
 from rag_server.providers.base import RerankDoc
@@ -63,60 +61,46 @@ def test_offline_reranker_blends_real_e5_cosine() -> None:
     assert rr.rerank("tác dụng phụ buồn ngủ", DOCS, 3) == order  # cached vectors, same answer
 
 
-class _CohereHandler(BaseHTTPRequestHandler):
-    requests: ClassVar[list[dict[str, Any]]] = []
-    mode = "ok"
+class _CohereRerank:
+    """Cohere's rerank endpoint: documents ranked longest first, or 503 (`failing`)."""
 
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(
-            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-        )
-        if type(self).mode == "error":
-            payload, status = {"message": "overloaded"}, 503
-        else:
-            docs = body["documents"]
-            ranked = sorted(range(len(docs)), key=lambda i: -len(docs[i]))[: body["top_n"]]
-            payload = {
-                "id": "t",
-                "results": [{"index": i, "relevance_score": 0.9 - 0.1 * r} for r, i in enumerate(ranked)],
-            }
-            status = 200
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def __init__(self) -> None:
+        self.requests: Recorded = []
+        self.failing = False
 
-    def log_message(self, *args: Any) -> None:
-        pass
+    def reply(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if self.failing:
+            return 503, {"message": "overloaded"}
+        docs = body["documents"]
+        ranked = sorted(range(len(docs)), key=lambda i: -len(docs[i]))[: body["top_n"]]
+        results = [{"index": i, "relevance_score": 0.9 - 0.1 * r} for r, i in enumerate(ranked)]
+        return 200, {"id": "t", "results": results}
 
 
 @pytest.fixture
-def cohere_server() -> Iterator[str]:
-    _CohereHandler.requests = []
-    _CohereHandler.mode = "ok"
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CohereHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def cohere_stub() -> _CohereRerank:
+    return _CohereRerank()
 
 
-def test_cohere_rerank_through_the_sdk(cohere_server: str) -> None:
+@pytest.fixture
+def cohere_server(cohere_stub: _CohereRerank) -> Iterator[str]:
+    with serve_json(cohere_stub.reply, cohere_stub.requests) as url:
+        yield url
+
+
+def test_cohere_rerank_through_the_sdk(cohere_server: str, cohere_stub: _CohereRerank) -> None:
     rr = CohereReranker("test-key", model="rerank-v3.5", base_url=cohere_server)
     order = rr.rerank("liều suy thận", DOCS, 2)
     assert order == [(1, pytest.approx(0.9)), (0, pytest.approx(0.8))]
-    sent = _CohereHandler.requests[-1]
-    assert sent["path"] == "/v2/rerank"
-    assert sent["body"]["model"] == "rerank-v3.5" and sent["body"]["top_n"] == 2
-    assert sent["body"]["documents"] == TEXTS and sent["auth"] == "Bearer test-key"
+    path, headers, body = cohere_stub.requests[-1]
+    assert path == "/v2/rerank"
+    assert body["model"] == "rerank-v3.5" and body["top_n"] == 2
+    assert body["documents"] == TEXTS and headers["authorization"] == "Bearer test-key"
 
 
-def test_cohere_failure_keeps_fallback_order_via_factory(cohere_server: str) -> None:
-    _CohereHandler.mode = "error"
+def test_cohere_failure_keeps_fallback_order_via_factory(cohere_server: str,
+                                                         cohere_stub: _CohereRerank) -> None:
+    cohere_stub.failing = True
     settings = Settings(
         reranker="cohere",
         cohere_api_key="k",
