@@ -12,6 +12,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 ERROR_DOMAIN = "formulary-rag"  # google.rpc.ErrorInfo.domain of every refusal that names a reason
+CONVERSATION_NOT_OWNED = "CONVERSATION_NOT_OWNED"
 
 
 class RequestError(Exception):
@@ -96,6 +97,15 @@ def unauthenticated(message: str, reason: str, info: Mapping[str, str]) -> Reque
 def permission_denied(message: str, reason: str, info: Mapping[str, str]) -> RequestError:
     """A known caller without the right (a missing scope): PERMISSION_DENIED with ErrorInfo."""
     return RequestError(grpc.StatusCode.PERMISSION_DENIED, message, reason=reason, info=info)
+
+
+def conversation_not_owned(conversation_id: str) -> RequestError:
+    """Another caller's conversation: PERMISSION_DENIED with ErrorInfo, naming neither that caller nor
+    anything of the conversation."""
+    return permission_denied(
+        f"conversation {conversation_id!r} belongs to another caller: start a new conversation with a new "
+        "conversation_id", CONVERSATION_NOT_OWNED, {"conversation_id": conversation_id},
+    )
 
 
 def resource_exhausted(
