@@ -131,6 +131,7 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     await health.set("", serving)
     log.info("rag-server listening on %s:%d", settings.host, port)
     log.info("%s", security.describe_access(settings, port))
+    security.warn_if_exposed(settings, port)  # beyond loopback with no API key: ingestion refused
     return RunningServer(server=server, health=health, app=app, port=port, lifecycle=lifecycle,
                          observability=observability)
 
