@@ -36,6 +36,16 @@ class Settings(BaseSettings):
         description="Folders server-side Ingest may read (comma-separated); uploads dir is always allowed.",
     )
     upload_max_mb: int = Field(200, ge=1, le=4096, description="Largest PDF UploadDocument accepts, in MiB.")
+    uploads_max_total_mb: int = Field(
+        4096, ge=1, le=1_048_576, description="Most the uploads folder may hold, all uploads together, in "
+        "MiB: an upload that would exceed it is refused (RESOURCE_EXHAUSTED, QuotaFailure) and its partial "
+        "file removed."
+    )
+    uploads_max_age_s: float = Field(
+        86400.0, gt=0, description="Seconds an uploaded PDF is kept at most: a sweep (at start, then every "
+        "min(age / 2, 1 h)) removes older ones (an upload is also removed once an ingest of it ends, "
+        "check_only excepted)."
+    )
     chunk_max_tokens: int = Field(800, ge=50, le=4000, description="Token ceiling of one chunk.")
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
     load_batch_size: int = Field(256, ge=1, le=10000, description="Points per store upsert.")

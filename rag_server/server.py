@@ -67,6 +67,7 @@ class RunningServer:
     port: int
     lifecycle: Lifecycle
     observability: Observability | None = None  # metrics endpoint and tracing of this server
+    sweeper: asyncio.Task[None] | None = None  # removes old uploads (RAG_UPLOADS_MAX_AGE_S)
 
     async def stop(self, grace: float | None = None) -> None:
         """Health NOT_SERVING first, then let accepted calls finish within the grace period."""
@@ -82,6 +83,8 @@ class RunningServer:
         if not idle:
             log.warning("grace period over, %d call(s) in flight: cancelling", self.lifecycle.in_flight)
         await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)
+        if self.sweeper is not None:
+            self.sweeper.cancel()
         if self.observability is not None:
             self.observability.close()
         await self.app.close()
@@ -111,8 +114,8 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), registrar)
     retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), registrar)
     answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), registrar)
-    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(IngestionServicer(
-        app, progress=observability.ingest_progress), registrar)
+    ingestion = IngestionServicer(app, progress=observability.ingest_progress)
+    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(ingestion, registrar)
 
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
@@ -124,6 +127,7 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     if port == 0:
         raise RuntimeError(f"could not bind {settings.host}:{settings.port}")
     observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics
+    sweeper = ingestion.uploads.start()  # old uploads removed now, then periodically
     await server.start()
     serving = health_pb2.HealthCheckResponse.SERVING
     for name in SERVICE_NAMES:
@@ -131,8 +135,9 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     await health.set("", serving)
     log.info("rag-server listening on %s:%d", settings.host, port)
     log.info("%s", security.describe_access(settings, port))
+    security.warn_if_exposed(settings, port)  # beyond loopback with no API key: ingestion refused
     return RunningServer(server=server, health=health, app=app, port=port, lifecycle=lifecycle,
-                         observability=observability)
+                         observability=observability, sweeper=sweeper)
 
 
 async def serve(settings: Settings) -> None:

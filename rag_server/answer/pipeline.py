@@ -22,7 +22,7 @@ from rag_server.answer.entail import Judge, locate
 from rag_server.answer.evidence import Gathered, gather, urgent
 from rag_server.answer.generate import Generator
 from rag_server.answer.grounding import verify
-from rag_server.answer.memory import Memory, Recalled, TurnFacts
+from rag_server.answer.memory import ANONYMOUS_OWNER, Memory, Recalled, TurnFacts
 from rag_server.answer.model import (
     AskEvent,
     Block,
@@ -86,8 +86,11 @@ class AskPipeline:
     run: Run
 
     async def ask(
-        self, question: str, conversation_id: str = "", client_remaining: float | None = None
+        self, question: str, conversation_id: str = "", client_remaining: float | None = None,
+        owner: str = ANONYMOUS_OWNER,
     ) -> AsyncIterator[AskEvent]:
+        """`owner`: the caller, who must own `conversation_id` (claimed when new; ConversationNotOwned
+        otherwise, raised before anything of it is read)."""
         started = time.perf_counter()
         timings: list[tuple[str, float]] = []
         final = Final(_placeholder(), conversation_id=conversation_id, trace_id=uuid.uuid4().hex,
@@ -95,19 +98,19 @@ class AskPipeline:
         budget = RequestBudget.start(self.config.max_provider_calls, self.config.timeout_s, client_remaining)
         history: list[Turn] = []
         try:
-            async for event in self._flow(question, conversation_id, budget, timings, final, history):
+            async for event in self._flow(question, conversation_id, budget, timings, final, history, owner):
                 yield event
         finally:
             timings.append(("total", (time.perf_counter() - started) * 1000))
             final.timings = timings
         yield final
         if conversation_id:
-            await self._remember(conversation_id, question, final)
+            await self._remember(conversation_id, question, final, owner)
 
     # ------------------------------------------------------------------------------------------ flow
     async def _flow(
         self, question: str, conversation_id: str, budget: RequestBudget, timings: list[tuple[str, float]],
-        final: Final, history: list[Turn],
+        final: Final, history: list[Turn], owner: str,
     ) -> AsyncIterator[AskEvent]:
         mark = time.perf_counter()
 
@@ -126,7 +129,7 @@ class AskPipeline:
             final.decision = make_decision(Reason.CORPUS_NOT_LOADED)
             return
         if conversation_id:
-            history += await self.memory.recent(conversation_id, self.config.memory_turns)
+            history += await self.memory.recent(conversation_id, self.config.memory_turns, owner)
             stage("memory")
         recalled = Recalled.of(history)
         if checked.signal.emergency:
@@ -286,7 +289,7 @@ class AskPipeline:
         suggest = ("chong_chi_dinh", "lieu_luong_va_cach_dung", "tuong_tac_thuoc", "tac_dung_khong_mong_muon")
         return [f"{vocabulary.title(k)} của {name}" for k in suggest if k != frame.section_key][:3]
 
-    async def _remember(self, conversation_id: str, question: str, final: Final) -> None:
+    async def _remember(self, conversation_id: str, question: str, final: Final, owner: str) -> None:
         frame = final.frame
         facts = TurnFacts(
             tuple(frame.drug_ids) if frame else (), frame.section_key if frame else "",
@@ -295,7 +298,7 @@ class AskPipeline:
         await self.memory.append(conversation_id, [
             Turn("user", question),
             Turn("assistant", final.answer_text or final.decision.message, frame=facts.to_dict()),
-        ])
+        ], owner)
 
 
 def _placeholder() -> Decision:

@@ -10,9 +10,11 @@ from typing import Any, TypeVar
 
 import grpc
 
+from rag_server.answer.memory import ConversationNotOwned
 from rag_server.answer.pipeline import AskPipeline
 from rag_server.api import answer_convert
 from rag_server.api.calls import current_correlation_id
+from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
 from rag_server.api.work import run_cheap_first
 from rag_server.app import App
@@ -20,6 +22,7 @@ from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question
 from rag_server.observability.tracing import current_otel_trace_id
 from rag_server.persistence.traces import RetrievalTrace
+from rag_server.security.auth import conversation_owner
 
 log = logging.getLogger("rag_server.api.answer")
 
@@ -50,14 +53,20 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
             parts.memory, parts.config, run,
         )
         correlation_id = current_correlation_id()
-        async for event in pipeline.ask(request.query.strip(), request.conversation_id,
-                                        context.time_remaining()):
-            reply = answer_convert.event(event, correlation_id)
-            if reply.HasField("final"):
-                reply.final.otel_trace_id = current_otel_trace_id()  # "" unless RAG_OTEL
-                note_decision(reply.final.decision)  # counted by the metrics when the call ends
-                self._trace(request, reply.final, correlation_id)
-            yield reply
+        owner = conversation_owner()  # another caller's conversation is refused before anything runs
+        try:
+            if request.conversation_id:
+                await parts.memory.check_owner(request.conversation_id, owner)
+            async for event in pipeline.ask(request.query.strip(), request.conversation_id,
+                                            context.time_remaining(), owner=owner):
+                reply = answer_convert.event(event, correlation_id)
+                if reply.HasField("final"):
+                    reply.final.otel_trace_id = current_otel_trace_id()  # "" unless RAG_OTEL
+                    note_decision(reply.final.decision)  # counted by the metrics when the call ends
+                    self._trace(request, reply.final, correlation_id)
+                yield reply
+        except ConversationNotOwned as exc:
+            raise conversation_not_owned(exc.conversation_id) from None
 
     def _trace(self, request: answer_pb2.AskRequest, final: answer_pb2.AskFinal, correlation_id: str) -> None:
         """One trace row per Ask, in the background (when a database is configured); never raises."""

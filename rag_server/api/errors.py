@@ -1,5 +1,6 @@
 """Map domain failures to gRPC statuses with google.rpc details (never INTERNAL for bad input): BadRequest,
-PreconditionFailure, ErrorInfo (a machine-readable reason, domain "formulary-rag") and RetryInfo."""
+PreconditionFailure, QuotaFailure, ErrorInfo (a machine-readable reason, domain "formulary-rag") and
+RetryInfo."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 ERROR_DOMAIN = "formulary-rag"  # google.rpc.ErrorInfo.domain of every refusal that names a reason
+CONVERSATION_NOT_OWNED = "CONVERSATION_NOT_OWNED"
 
 
 class RequestError(Exception):
@@ -27,6 +29,7 @@ class RequestError(Exception):
         reason: str = "",
         info: Mapping[str, str] | None = None,
         retry_delay_s: float | None = None,
+        quota: Iterable[tuple[str, str]] = (),
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -36,6 +39,7 @@ class RequestError(Exception):
         self.reason = reason  # google.rpc.ErrorInfo.reason (domain ERROR_DOMAIN) when set
         self.info = dict(info or {})  # google.rpc.ErrorInfo.metadata
         self.retry_delay_s = retry_delay_s  # google.rpc.RetryInfo.retry_delay when set
+        self.quota = list(quota)  # google.rpc.QuotaFailure violations: (subject, description)
 
     def to_status(self) -> grpc.Status:
         details: list[any_pb2.Any] = []
@@ -58,6 +62,14 @@ class RequestError(Exception):
             )
             packed = any_pb2.Any()
             packed.Pack(pre)
+            details.append(packed)
+        if self.quota:
+            quota = error_details_pb2.QuotaFailure(
+                violations=[error_details_pb2.QuotaFailure.Violation(subject=s, description=d)
+                            for s, d in self.quota]
+            )
+            packed = any_pb2.Any()
+            packed.Pack(quota)
             details.append(packed)
         if self.reason:
             info = error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN, metadata=self.info)
@@ -96,6 +108,15 @@ def unauthenticated(message: str, reason: str, info: Mapping[str, str]) -> Reque
 def permission_denied(message: str, reason: str, info: Mapping[str, str]) -> RequestError:
     """A known caller without the right (a missing scope): PERMISSION_DENIED with ErrorInfo."""
     return RequestError(grpc.StatusCode.PERMISSION_DENIED, message, reason=reason, info=info)
+
+
+def conversation_not_owned(conversation_id: str) -> RequestError:
+    """Another caller's conversation: PERMISSION_DENIED with ErrorInfo, naming neither that caller nor
+    anything of the conversation."""
+    return permission_denied(
+        f"conversation {conversation_id!r} belongs to another caller: start a new conversation with a new "
+        "conversation_id", CONVERSATION_NOT_OWNED, {"conversation_id": conversation_id},
+    )
 
 
 def resource_exhausted(

@@ -27,6 +27,7 @@ from google.protobuf import timestamp_pb2
 
 from rag_server.api import limits as L
 from rag_server.api.errors import RequestError, failed_precondition, invalid_argument, not_found
+from rag_server.api.uploads import UploadsFolder
 from rag_server.api.validation import Violations
 from rag_server.app import App
 from rag_server.config import Settings
@@ -177,6 +178,7 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         self.progress = progress  # (stage, done, total) of each event, for the metrics (observability)
         self._busy_lock = threading.Lock()
         self._busy: str | None = None
+        self.uploads = UploadsFolder.of(app.settings)  # quota and retention (swept from server.py)
 
     def _ready(self) -> tuple[Store, Embedder]:
         if self.app.store is None or self.app.embedder is None:
@@ -225,18 +227,21 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
 
         def work() -> IngestOutcome:
             try:
-                return run_ingest(
-                    pdf,
-                    self.app.settings,
-                    store=store,
-                    embedder=embedder,
-                    embed_only=request.embed_only,
-                    resume=not request.recompute_embeddings,
-                    check_only=request.check_only,
-                    allow_gate_failures=request.allow_gate_failures,
-                    progress=progress,
-                )
+                with self.uploads.hold(pdf):  # not swept while read
+                    return run_ingest(
+                        pdf,
+                        self.app.settings,
+                        store=store,
+                        embedder=embedder,
+                        embed_only=request.embed_only,
+                        resume=not request.recompute_embeddings,
+                        check_only=request.check_only,
+                        allow_gate_failures=request.allow_gate_failures,
+                        progress=progress,
+                    )
             finally:
+                if not request.check_only:
+                    self.uploads.discard(pdf)  # an upload is removed once ingested, whatever the outcome
                 self._release()
                 post(None)
 
@@ -278,6 +283,7 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         uploads = settings.uploads_dir
         uploads.mkdir(parents=True, exist_ok=True)
         tmp = uploads / f".upload-{uuid.uuid4().hex}.part"
+        self.uploads.begin(tmp)  # each chunk is counted against RAG_UPLOADS_MAX_TOTAL_MB before it is written
         digest = hashlib.sha256()
         size, head, declared, seen_metadata = 0, b"", 0, False
         try:
@@ -292,6 +298,7 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
                             )
                         seen_metadata, declared = True, message.metadata.size_bytes
                         _check_metadata(message.metadata, limit, settings.upload_max_mb)
+                        self.uploads.check_room(declared)
                         continue
                     if part != "chunk":
                         raise invalid_argument("metadata sent twice", ("metadata", "only the first message"))
@@ -300,6 +307,7 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
                         raise _too_large(settings.upload_max_mb)
                     if len(head) < MAGIC_WINDOW:
                         head += message.chunk[: MAGIC_WINDOW - len(head)]
+                    self.uploads.reserve(tmp, len(message.chunk))
                     digest.update(message.chunk)
                     handle.write(message.chunk)
                 handle.flush()
@@ -321,9 +329,9 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
             sha = digest.hexdigest()
             document_id = sha[:16]
             final = uploads / f"{document_id}.pdf"
-            os.replace(tmp, final)
+            self.uploads.commit(tmp, final)
         finally:
-            tmp.unlink(missing_ok=True)
+            self.uploads.abort(tmp)  # the partial file and its bytes, unless committed
         # The reply names the document, never a server path: Ingest takes the document_id as its path.
         return ingestion_pb2.UploadDocumentResponse(
             document_id=document_id, path=document_id, size_bytes=size, sha256=sha

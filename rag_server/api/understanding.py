@@ -6,7 +6,9 @@ from typing import Any
 
 import grpc
 
+from rag_server.answer.memory import ConversationNotOwned
 from rag_server.api import convert
+from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
 from rag_server.api.work import run_cheap_first
 from rag_server.app import App
@@ -16,6 +18,7 @@ from rag_server.observability.hooks import note_question
 from rag_server.reasons import make_decision
 from rag_server.retrieval.retriever import Retriever
 from rag_server.retrieval.timing import Timings
+from rag_server.security.auth import conversation_owner
 from rag_server.understanding.frame import Understanding
 
 
@@ -35,6 +38,8 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
         v.check_query("query", request.query)
         v.check_conversation_id("conversation_id", request.conversation_id)
         v.raise_if_any()
+        if request.conversation_id:
+            await self._check_owner(request.conversation_id)
         retriever = self.app.retriever()
         timings = Timings()
         understanding, loaded = await run_cheap_first(
@@ -51,3 +56,13 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
             # Without a corpus no drug name can be resolved: say so rather than a misleading frame.
             response.decision.CopyFrom(convert.decision(make_decision(Reason.CORPUS_NOT_LOADED)))
         return response
+
+    async def _check_owner(self, conversation_id: str) -> None:
+        """Another caller's conversation is PERMISSION_DENIED (CONVERSATION_NOT_OWNED), as for Ask."""
+        parts = self.app.answers
+        if parts is None:
+            return
+        try:
+            await parts.memory.check_owner(conversation_id, conversation_owner())
+        except ConversationNotOwned as exc:
+            raise conversation_not_owned(exc.conversation_id) from None

@@ -1,5 +1,12 @@
 """Conversation memory in PostgreSQL: append turns, read the most recent ones. Both are fail-open.
-asyncpg (the `postgres` extra) is imported when a store is used, not when Turn is."""
+asyncpg (the `postgres` extra) is imported when a store is used, not when Turn is.
+
+A conversation belongs to its owner (`conversations.owner`, migration 0005): the caller that started it,
+the API key's name or ANONYMOUS_OWNER while auth is off. Every read and write names the caller and claims
+a new conversation for it in the same transaction (INSERT ... ON CONFLICT DO NOTHING, then compare), so
+of two callers racing to start one conversation_id exactly one owns it; the other gets
+ConversationNotOwned, never the owner's turns. Ownership survives a database failure: a check that cannot
+run reads and writes nothing (fail-open means an empty history, not someone else's)."""
 
 from __future__ import annotations
 
@@ -14,6 +21,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("rag_server.persistence")
 
 Role = Literal["user", "assistant"]
+# The owner of conversations started while auth is off, and of rows older than the owner column. A key
+# named like this owns nothing anonymous (rag_server.security.auth.conversation_owner).
+ANONYMOUS_OWNER = "anonymous"
+
+
+class ConversationNotOwned(Exception):
+    """The conversation belongs to another caller: nothing of it may be read or written by this one."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} belongs to another caller")
+        self.conversation_id = conversation_id
 
 
 def _failures() -> tuple[type[BaseException], ...]:
@@ -36,26 +54,41 @@ class ConversationStore:
         self.pool = pool
         self.timeout_s = timeout_s
 
-    async def append(self, conversation_id: str, turns: list[Turn]) -> bool:
-        """Append turns after the last stored one; False (logged) when the database fails."""
+    async def check_owner(self, conversation_id: str, owner: str) -> bool:
+        """Claim the conversation for `owner` when it is new; ConversationNotOwned when another caller
+        owns it. False (logged) when the database fails."""
         try:
-            await asyncio.wait_for(self._append(conversation_id, turns), self.timeout_s)
+            await asyncio.wait_for(self._check_owner(conversation_id, owner), self.timeout_s)
+        except _failures() as exc:
+            log.warning("conversation %s not checked (fail-open): %s", conversation_id, exc)
+            return False
+        return True
+
+    async def _check_owner(self, conversation_id: str, owner: str) -> None:
+        async with self.pool.acquire() as conn:
+            await _claim(conn, conversation_id, owner)
+
+    async def append(self, conversation_id: str, turns: list[Turn], *, owner: str) -> bool:
+        """Append turns after the last stored one, if `owner` owns the conversation (claimed when new;
+        ConversationNotOwned otherwise, nothing written); False (logged) when the database fails."""
+        try:
+            await asyncio.wait_for(self._append(conversation_id, turns, owner), self.timeout_s)
         except _failures() as exc:
             log.warning("conversation %s not saved (fail-open): %s", conversation_id, exc)
             return False
         return True
 
-    async def _append(self, conversation_id: str, turns: list[Turn]) -> None:
+    async def _append(self, conversation_id: str, turns: list[Turn], owner: str) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "INSERT INTO conversations (conversation_id) VALUES ($1) "
-                "ON CONFLICT (conversation_id) DO UPDATE SET updated_at = now()",
-                conversation_id,
+            # The upsert takes the row lock (serialising concurrent appends to the conversation) and
+            # returns the stored owner: a new row is this caller's, an existing one keeps its owner.
+            stored = await conn.fetchval(
+                "INSERT INTO conversations (conversation_id, owner) VALUES ($1, $2) "
+                "ON CONFLICT (conversation_id) DO UPDATE SET updated_at = now() RETURNING owner",
+                conversation_id, owner,
             )
-            # Row lock on the conversation serialises concurrent appends to it.
-            await conn.execute(
-                "SELECT 1 FROM conversations WHERE conversation_id = $1 FOR UPDATE", conversation_id
-            )
+            if stored != owner:
+                raise ConversationNotOwned(conversation_id)  # rolls back the updated_at too
             last = await conn.fetchval(
                 "SELECT coalesce(max(turn_index), -1) FROM conversation_turns WHERE conversation_id = $1",
                 conversation_id,
@@ -70,17 +103,12 @@ class ConversationStore:
                 ],
             )
 
-    async def recent(self, conversation_id: str, limit: int = 12) -> list[Turn]:
-        """The last `limit` turns, oldest first; [] when the database fails (logged)."""
+    async def recent(self, conversation_id: str, limit: int = 12, *, owner: str) -> list[Turn]:
+        """The last `limit` turns, oldest first, if `owner` owns the conversation (claimed when new, so
+        the caller that reads a new id first is its owner; ConversationNotOwned otherwise); [] when the
+        database fails (logged)."""
         try:
-            rows = await asyncio.wait_for(
-                self.pool.fetch(
-                    "SELECT turn_index, role, content, frame, correlation_id FROM conversation_turns "
-                    "WHERE conversation_id = $1 ORDER BY turn_index DESC LIMIT $2",
-                    conversation_id, limit,
-                ),
-                self.timeout_s,
-            )
+            rows = await asyncio.wait_for(self._recent(conversation_id, limit, owner), self.timeout_s)
         except _failures() as exc:
             log.warning("conversation %s not read (fail-open): %s", conversation_id, exc)
             return []
@@ -89,3 +117,28 @@ class ConversationStore:
                  correlation_id=r["correlation_id"])
             for r in reversed(rows)
         ]
+
+    async def _recent(self, conversation_id: str, limit: int, owner: str) -> list[Any]:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await _claim(conn, conversation_id, owner)
+            return list(await conn.fetch(
+                "SELECT turn_index, role, content, frame, correlation_id FROM conversation_turns "
+                "WHERE conversation_id = $1 ORDER BY turn_index DESC LIMIT $2",
+                conversation_id, limit,
+            ))
+
+
+async def _claim(conn: asyncpg.Connection, conversation_id: str, owner: str) -> None:
+    """Make `owner` the owner of a new conversation, or check it owns the existing one. Atomic under
+    concurrency: of two inserts of one id the second waits for the first to commit and then does nothing,
+    and the owner read afterwards is the one committed."""
+    await conn.execute(
+        "INSERT INTO conversations (conversation_id, owner) VALUES ($1, $2) "
+        "ON CONFLICT (conversation_id) DO NOTHING",
+        conversation_id, owner,
+    )
+    stored = await conn.fetchval(
+        "SELECT owner FROM conversations WHERE conversation_id = $1", conversation_id
+    )
+    if stored != owner:
+        raise ConversationNotOwned(conversation_id)

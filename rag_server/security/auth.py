@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from rag_server.api.errors import permission_denied, unauthenticated
+from rag_server.persistence.conversations import ANONYMOUS_OWNER
 from rag_server.security.keys import KeyStore
 
 log = logging.getLogger("rag_server.security")
@@ -109,3 +110,13 @@ def caller_name() -> str:
     caller = current_caller.get()
     return caller.name if caller is not None else ""
 
+
+
+def conversation_owner() -> str:
+    """Who owns the conversations this call starts: the admitted key's name, or ANONYMOUS_OWNER while auth
+    is off. A key that happens to be named like ANONYMOUS_OWNER gets a name no key can have (':' is not
+    allowed in key names), so no key ever continues an anonymous conversation."""
+    name = caller_name()
+    if not name:
+        return ANONYMOUS_OWNER
+    return f"key:{name}" if name == ANONYMOUS_OWNER else name

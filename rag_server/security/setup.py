@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from rag_server.api.calls import Gate
 from rag_server.config import Settings
+from rag_server.security import exposure
 from rag_server.security.auth import AuthGate
 from rag_server.security.keys import KeyStore, KeyStoreError
 from rag_server.security.limits import RateLimitGate, StreamCapGate
 from rag_server.security.tls import bind, credentials, tls_files
 
-__all__ = ["bind", "credentials", "describe_access", "gates_for"]
+__all__ = ["bind", "credentials", "describe_access", "gates_for", "warn_if_exposed"]
 
 
 def gates_for(settings: Settings) -> list[Gate]:
-    """Auth first (it names the caller), then the caller's rate limit, then the Ask stream cap (whose slot
-    is taken last, so a call refused earlier never holds one)."""
-    gates: list[Gate] = [AuthGate(KeyStore(settings.data_dir))]
+    """Auth first (it names the caller), then, on a server bound beyond loopback, the refusal of keyless
+    ingestion, then the caller's rate limit, then the Ask stream cap (whose slot is taken last, so a call
+    refused earlier never holds one)."""
+    keys = KeyStore(settings.data_dir)
+    gates: list[Gate] = [AuthGate(keys)]
+    if not exposure.is_loopback(settings.host):
+        gates.append(exposure.ExposedIngestGate(keys, settings))
     if settings.rate_limit_per_s > 0:
         gates.append(RateLimitGate(settings.rate_limit_per_s, settings.rate_limit_burst))
     if settings.ask_max_streams > 0:
@@ -49,3 +54,8 @@ def describe_access(settings: Settings, port: int) -> str:
         auth = (f"auth off (no API key in {keys.path}; `rag-server keys add NAME --scopes query "
                 f"--data-dir {settings.data_dir}` turns it on without a restart)")
     return f"{transport}; {auth}"
+
+
+def warn_if_exposed(settings: Settings, port: int) -> bool:
+    """A WARNING and a line on stderr when bound beyond loopback with no API key (ingestion refused)."""
+    return exposure.warn_if_exposed(settings, KeyStore(settings.data_dir), port)

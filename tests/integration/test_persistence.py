@@ -12,7 +12,12 @@ import asyncpg
 import pytest
 
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
-from rag_server.persistence.conversations import ConversationStore, Turn
+from rag_server.persistence.conversations import (
+    ANONYMOUS_OWNER,
+    ConversationNotOwned,
+    ConversationStore,
+    Turn,
+)
 from rag_server.persistence.migrate import (
     MigrationError,
     apply_migrations,
@@ -224,23 +229,92 @@ async def test_unreachable_database_raises_at_connect() -> None:
 async def test_conversation_turns_append_in_order(migrated_pool: asyncpg.Pool) -> None:
     store = ConversationStore(migrated_pool)
     assert await store.append(
-        "conv-1", [Turn("user", "chống chỉ định của zentavir?", frame={"drug_ids": ["zentavir"]})]
+        "conv-1", [Turn("user", "chống chỉ định của zentavir?", frame={"drug_ids": ["zentavir"]})], owner="a"
     )
-    assert await store.append("conv-1", [Turn("assistant", "…"), Turn("user", "còn liều dùng?")])
-    turns = await store.recent("conv-1", limit=12)
+    assert await store.append("conv-1", [Turn("assistant", "…"), Turn("user", "còn liều dùng?")], owner="a")
+    turns = await store.recent("conv-1", limit=12, owner="a")
     assert [(t.turn_index, t.role) for t in turns] == [(0, "user"), (1, "assistant"), (2, "user")]
     assert turns[0].frame == {"drug_ids": ["zentavir"]}
-    assert [t.turn_index for t in await store.recent("conv-1", limit=2)] == [1, 2]
-    assert await store.recent("no-such-conversation") == []
+    assert [t.turn_index for t in await store.recent("conv-1", limit=2, owner="a")] == [1, 2]
+    assert await store.recent("no-such-conversation", owner="a") == []
 
 
 async def test_concurrent_appends_get_distinct_indexes(migrated_pool: asyncpg.Pool) -> None:
     store = ConversationStore(migrated_pool)
-    results = await asyncio.gather(*(store.append("conv-2", [Turn("user", f"q{i}")]) for i in range(5)))
+    results = await asyncio.gather(*(store.append("conv-2", [Turn("user", f"q{i}")], owner="a")
+                                     for i in range(5)))
     assert all(results)
-    assert [t.turn_index for t in await store.recent("conv-2")] == [0, 1, 2, 3, 4]
+    assert [t.turn_index for t in await store.recent("conv-2", owner="a")] == [0, 1, 2, 3, 4]
 
 
 async def test_bad_conversation_id_is_refused_fail_open(migrated_pool: asyncpg.Pool) -> None:
     store = ConversationStore(migrated_pool)
-    assert await store.append("bad id!", [Turn("user", "x")]) is False  # CHECK constraint, logged not raised
+    assert await store.append("bad id!", [Turn("user", "x")], owner="a") is False  # CHECK, logged not raised
+
+
+async def test_another_owner_can_neither_read_nor_write_a_conversation(migrated_pool: asyncpg.Pool) -> None:
+    store = ConversationStore(migrated_pool)
+    assert await store.append("conv-a", [Turn("user", "chống chỉ định của zentavir?")], owner="ward-a")
+    for attempt in (
+        store.recent("conv-a", owner="ward-b"),
+        store.append("conv-a", [Turn("user", "còn calvimex thì sao?")], owner="ward-b"),
+        store.check_owner("conv-a", "ward-b"),
+        store.recent("conv-a", owner=ANONYMOUS_OWNER),
+    ):
+        with pytest.raises(ConversationNotOwned):
+            await attempt
+    turns = await store.recent("conv-a", owner="ward-a")
+    assert [t.content for t in turns] == ["chống chỉ định của zentavir?"]  # nothing of ward-b's was written
+    async with migrated_pool.acquire() as conn:
+        owner = await conn.fetchval("SELECT owner FROM conversations WHERE conversation_id = 'conv-a'")
+        assert owner == "ward-a"
+
+
+async def test_reading_a_new_conversation_claims_it(migrated_pool: asyncpg.Pool) -> None:
+    store = ConversationStore(migrated_pool)
+    assert await store.recent("conv-new", owner="ward-a") == []
+    with pytest.raises(ConversationNotOwned):
+        await store.append("conv-new", [Turn("user", "x")], owner="ward-b")
+
+
+async def test_racing_owners_cannot_both_own_a_new_conversation(migrated_pool: asyncpg.Pool) -> None:
+    store = ConversationStore(migrated_pool)
+    for round_ in range(5):
+        conversation_id = f"race-{round_}"
+        attempts = [store.check_owner(conversation_id, f"key-{i}") for i in range(8)]
+        attempts += [store.append(conversation_id, [Turn("user", "q")], owner=f"key-{i}") for i in range(8)]
+        results = await asyncio.gather(*attempts, return_exceptions=True)
+        winners = {f"key-{i % 8}" for i, r in enumerate(results) if not isinstance(r, BaseException)}
+        assert len(winners) == 1, results
+        assert all(isinstance(r, ConversationNotOwned) for r in results if isinstance(r, BaseException))
+        async with migrated_pool.acquire() as conn:
+            assert await conn.fetchval(
+                "SELECT owner FROM conversations WHERE conversation_id = $1", conversation_id) in winners
+
+
+async def test_conversations_from_before_owners_belong_to_anonymous(fresh_dsn: str, tmp_path: Path) -> None:
+    older = tmp_path / "migrations"
+    older.mkdir()
+    for migration in discover_migrations(default_migrations_dir()):
+        if migration.version < "0005":
+            (older / migration.path.name).write_text(migration.sql, "utf-8")
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        await apply_migrations(conn, older)
+        await conn.execute("INSERT INTO conversations (conversation_id) VALUES ('old-1')")
+        await conn.execute("INSERT INTO conversation_turns (conversation_id, turn_index, role, content) "
+                           "VALUES ('old-1', 0, 'user', 'chống chỉ định của zentavir?')")
+        assert (await apply_migrations(conn))[:1] == ["0005"]
+        owner = await conn.fetchval("SELECT owner FROM conversations WHERE conversation_id = 'old-1'")
+        assert owner == "anonymous"
+    finally:
+        await conn.close()
+    pool = await create_pool(fresh_dsn)
+    try:
+        store = ConversationStore(pool)
+        assert [t.content for t in await store.recent("old-1", owner=ANONYMOUS_OWNER)] == [
+            "chống chỉ định của zentavir?"]
+        with pytest.raises(ConversationNotOwned):  # auth turned on later: no key continues it
+            await store.recent("old-1", owner="ward-a")
+    finally:
+        await pool.close()

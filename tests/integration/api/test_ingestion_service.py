@@ -226,11 +226,14 @@ async def test_08_upload_then_ingest_by_document_id(
     sha = hashlib.sha256(data).hexdigest()
     assert (reply.sha256, reply.document_id, reply.size_bytes) == (sha, sha[:16], len(data))
     assert reply.path == reply.document_id  # the reply never reveals a server path
-    assert (dirs["data"] / "uploads" / f"{reply.document_id}.pdf").read_bytes() == data
-    messages = await ingest(stub, reply.document_id)
-    assert messages[-1].summary.switched and messages[-1].summary.manifest.document_id == reply.document_id
+    uploaded = dirs["data"] / "uploads" / f"{reply.document_id}.pdf"
+    assert uploaded.read_bytes() == data
     by_path = await ingest(stub, reply.path, check_only=True)
     assert by_path[-1].summary.message.startswith("check only")
+    assert uploaded.exists()  # a check keeps the upload for the real ingest
+    messages = await ingest(stub, reply.document_id)
+    assert messages[-1].summary.switched and messages[-1].summary.manifest.document_id == reply.document_id
+    assert not uploaded.exists()  # removed once ingested
 
 
 async def test_09_upload_limits_and_magic(
