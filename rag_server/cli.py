@@ -57,6 +57,9 @@ def _exit_if_work_is_stuck() -> None:
     stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
     if stuck:
         logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
+        from rag_server.observability import native_stderr
+
+        native_stderr.restore()  # JSON mode: what native code wrote last is logged before leaving
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()

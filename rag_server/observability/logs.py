@@ -16,8 +16,8 @@ for a log call that wants to mention a question: the text when allowed, else its
 In JSON mode every line the server writes is JSON: log records, the "rag-server listening on HOST:PORT"
 line on stdout and a refusal to start (`say`: the same fields, the message unchanged, so a tool matching
 `rag-server listening on (\S+):(\d+)` still finds it), library warnings (the `warnings` module, logger
-"py.warnings") and uncaught exceptions of the main thread, other threads and unraisable ones (their
-traceback in "exception").
+"py.warnings"), uncaught exceptions of the main thread, other threads and unraisable ones (their
+traceback in "exception") and what native code writes to fd 2 (grpc's C core; native_stderr.py).
 """
 
 from __future__ import annotations
@@ -221,6 +221,10 @@ def configure_logging(settings: Settings, stream: IO[str] | None = None) -> logg
         sys.excepthook = _log_uncaught
         threading.excepthook = _log_thread_exception
         sys.unraisablehook = _log_unraisable
+        if stream is None:  # the process's stderr: what native code writes to fd 2 becomes JSON too
+            from rag_server.observability import native_stderr
+
+            native_stderr.capture()
     return handler
 
 

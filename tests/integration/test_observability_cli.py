@@ -61,7 +61,7 @@ def test_serve_with_json_logs_and_metrics(rag_server_process: Callable[..., obje
 
 def test_json_mode_turns_warnings_and_uncaught_exceptions_into_json_lines() -> None:
     """What libraries write through `warnings`, an exception no one caught in a thread and in the main
-    thread: one JSON line each, the traceback in "exception"."""
+    thread, and what native code writes to fd 2: one JSON line each, a traceback in "exception"."""
     script = (
         "import threading, warnings\n"
         "from rag_server.config import Settings\n"
@@ -72,6 +72,9 @@ def test_json_mode_turns_warnings_and_uncaught_exceptions_into_json_lines() -> N
         "def boom():\n"
         "    raise ValueError('in a thread')\n"
         "t = threading.Thread(target=boom, name='worker-1'); t.start(); t.join()\n"
+        "import os\n"  # native code writing to fd 2 (grpc's C core logs this way)
+        "os.write(2, b'E1202 02:17:13.208979   29224 chttp2_server.cc:83] native trouble\\n')\n"
+        "os.write(2, b'a bare native line\\n')\n"
         "raise RuntimeError('in the main thread')\n"
     )
     done = subprocess.run([sys.executable, "-W", "always", "-c", script], capture_output=True, text=True,
@@ -86,4 +89,8 @@ def test_json_mode_turns_warnings_and_uncaught_exceptions_into_json_lines() -> N
     assert len(thread) == 1 and "ValueError: in a thread" in thread[0]["exception"]
     main = [r for r in records if r["level"] == "CRITICAL"]
     assert len(main) == 1 and "RuntimeError: in the main thread" in main[0]["exception"]
-    assert len(records) == 4
+    native = [r for r in records if r["logger"] == "grpc"]
+    assert len(native) == 1 and native[0]["level"] == "ERROR"
+    assert native[0]["message"] == "chttp2_server.cc:83 native trouble"
+    assert [r["message"] for r in records if r["logger"] == "stderr"] == ["a bare native line"]
+    assert len(records) == 6

@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,3 +239,45 @@ async def test_the_command_line_tools_speak_mutual_tls(
         address.unlink(missing_ok=True)
     assert ingested.returncode == 0, ingested.stderr[-2000:]
     assert "ingesting through it" in ingested.stderr
+
+
+def test_json_mode_keeps_a_failed_handshake_json(pki: Pki, tmp_path: Path) -> None:
+    """grpc's C core logs a refused TLS handshake straight to fd 2; in JSON mode that line is JSON too."""
+    script = Path(sys.executable).parent / "rag-server"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAG_LOG_FORMAT": "json",
+           "RAG_LOAD_SAMPLE_ON_START": "false", "RAG_TLS_CERT": str(pki.server[0]),
+           "RAG_TLS_KEY": str(pki.server[1]),
+           "RAG_TLS_CLIENT_CA": str(pki.ca)}
+    proc = subprocess.Popen([str(script), "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            stdin=subprocess.DEVNULL)
+    killer = threading.Timer(120, proc.kill)
+    killer.start()
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        port = 0
+        for line in proc.stdout:
+            lines.append(line)
+            found = re.search(r"rag-server listening on (\S+):(\d+)", line)
+            if found:
+                port = int(found.group(2))
+                break
+        assert port, "".join(lines)
+        no_cert = grpc.ssl_channel_credentials(root_certificates=pki.ca.read_bytes())
+        with grpc.secure_channel(f"127.0.0.1:{port}", no_cert) as channel:
+            stub = ingestion_pb2_grpc.IngestionServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.GetCorpus(ingestion_pb2.GetCorpusRequest(), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, "".join(lines) + rest
+    for line in [*lines, *rest.splitlines()]:
+        if line.strip():
+            assert isinstance(json.loads(line), dict), line
