@@ -169,12 +169,10 @@ def request_parser(method: str, deserializer: Parse | None) -> Parse | None:
     return parse
 
 
-def _parsed_stream(requests: AsyncIterator[bytes], parse: Parse) -> AsyncIterator[Any]:
-    async def messages() -> AsyncIterator[Any]:
-        async for raw in requests:
-            yield parse(raw)
-
-    return messages()
+async def _parsed_stream(requests: AsyncIterator[bytes], parse: Parse) -> AsyncIterator[Any]:
+    """A stream's messages, each parsed as it arrives."""
+    async for raw in requests:
+        yield parse(raw)
 
 
 def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing) -> grpc.RpcMethodHandler:
