@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from rag_server.client_channel import add_tls_arguments
 from rag_server.config import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -40,6 +41,7 @@ def add_ingest_parser(sub: Any) -> None:
     parser.add_argument(
         "--allow-gate-failures", action="store_true", help="load and switch even when a gate is non-zero"
     )
+    add_tls_arguments(parser)  # to the running server it hands its work to (mutual TLS)
     parser.set_defaults(func=cmd_ingest)
 
 

@@ -127,7 +127,7 @@ def ingest_via_server(
 ) -> ingestion_pb2.IngestSummary:
     """Upload then ingest through the running server; raises grpc.RpcError on refusal."""
     options = [("grpc.max_send_message_length", 4 * UPLOAD_PART_BYTES)]
-    metadata = call_metadata()  # $RAG_API_KEY (an `ingest` scope), TLS when $RAG_CLIENT_CA is set
+    metadata = call_metadata()  # $RAG_API_KEY (an `ingest` scope); TLS: --tls-* or $RAG_CLIENT_TLS_*
     with open_blocking_channel(target, options) as channel:
         stub = ingestion_pb2_grpc.IngestionServiceStub(channel)
         progress("upload", 0, 1, pdf.name)

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import grpc
 
-from rag_server.client_channel import open_channel
+from rag_server.client_channel import add_tls_arguments, open_channel
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
 from rag_server.gen.rag.v1 import common_pb2 as pb
@@ -31,6 +31,7 @@ def add_ask_parser(sub: Any) -> None:
     parser.add_argument("--target", default="", help="host:port of a running server")
     parser.add_argument("--data-dir", default=None, help="data directory (default RAG_DATA_DIR)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+    add_tls_arguments(parser)  # --tls-ca, --tls-cert, --tls-key (mutual TLS)
     parser.set_defaults(func=cmd_ask)
 
 

@@ -32,7 +32,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from rag_server.store.common import StoreError
 
     settings = _settings(args)
-    from rag_server.observability.logs import configure_logging
+    from rag_server.listen import ListenError
+    from rag_server.observability.logs import configure_logging, say
 
     configure_logging(settings)  # RAG_LOG_LEVEL, RAG_LOG_FORMAT (text | json), RAG_LOG_QUESTIONS
     try:
@@ -40,8 +41,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from rag_server.server import serve
 
         asyncio.run(serve(settings))
+    except ListenError as exc:  # a port in use: found before anything opened or loaded
+        say(f"rag-server: {exc}", sys.stderr, logging.ERROR)
+        return 2
     except (StoreError, StartupError, MissingExtra) as exc:
-        print(f"rag-server: cannot start: {exc}", file=sys.stderr)
+        say(f"rag-server: cannot start: {exc}", sys.stderr, logging.ERROR)
         return 2
     _exit_if_work_is_stuck()
     return 0
@@ -53,6 +57,9 @@ def _exit_if_work_is_stuck() -> None:
     stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
     if stuck:
         logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
+        from rag_server.observability import native_stderr
+
+        native_stderr.restore()  # JSON mode: what native code wrote last is logged before leaving
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -99,11 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from rag_server.client_channel import ClientTlsError, use_tls_arguments
     from rag_server.extras import MissingExtra
 
     try:
+        if hasattr(args, "tls_ca"):  # a command that calls a server: its TLS files, read before it starts
+            use_tls_arguments(args)
         code: int = args.func(args)
-    except MissingExtra as exc:  # a chosen provider's SDK is not installed: one line, not a traceback
+    except (MissingExtra, ClientTlsError) as exc:  # a missing SDK, a bad TLS file: one line, no traceback
         print(f"rag-server {args.command}: {exc}", file=sys.stderr)
         return 2
     return code

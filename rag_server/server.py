@@ -43,7 +43,9 @@ from rag_server.gen.rag.v1 import (
     understanding_pb2,
     understanding_pb2_grpc,
 )
+from rag_server.listen import cannot_listen, check_can_listen
 from rag_server.observability import Observability
+from rag_server.observability.logs import say
 from rag_server.security import setup as security
 
 log = logging.getLogger("rag_server.server")
@@ -91,12 +93,10 @@ class RunningServer:
 
 
 async def start_server(settings: Settings, app: App | None = None) -> RunningServer:
+    """Bind the ports first (a port in use stops the start with one line, before any store opens or the
+    sample is ingested: ListenError), then start the app and serve."""
     tls = security.credentials(settings)  # RAG_TLS_*: read (or refused) before anything starts
-    app = app or App(settings)
     observability = Observability(settings)  # RAG_METRICS_PORT, RAG_OTEL (MissingExtra without the extra)
-    await observability.before_start(app)  # times the embedder and store the app builds on
-    await app.start()
-    observability.after_start(app)  # the reranker's provider and the Ask parts
     max_bytes = settings.max_message_mb * 1024 * 1024
     lifecycle = Lifecycle()
     server = grpc.aio.server(
@@ -107,6 +107,23 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
             ("grpc.so_reuseport", 0),
         ],
     )
+    check_can_listen(settings.host, settings.port)  # names the cause ("address already in use")
+    try:
+        port = security.bind(server, settings, tls)  # TLS / mutual TLS when RAG_TLS_CERT is set
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise cannot_listen(settings.host, settings.port, "the address cannot be bound")
+    try:
+        observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics (ListenError)
+        app = app or App(settings)
+        await observability.before_start(app)  # times the embedder and store the app builds on
+        await app.start()
+        observability.after_start(app)  # the reranker's provider and the Ask parts
+    except BaseException:
+        observability.close()
+        await server.stop(None)
+        raise
     plumbing = Plumbing(lifecycle)  # gates (auth, limits) and observers (metrics) join it here
     plumbing.gates.extend(security.gates_for(settings))  # API keys, rate limit, Ask stream cap
     plumbing.observers.extend(observability.observers(lifecycle))  # RPC metrics, span attributes
@@ -123,10 +140,6 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
         (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         registrar,
     )
-    port = security.bind(server, settings, tls)  # TLS / mutual TLS when RAG_TLS_CERT is set
-    if port == 0:
-        raise RuntimeError(f"could not bind {settings.host}:{settings.port}")
-    observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics
     sweeper = ingestion.uploads.start()  # old uploads removed now, then periodically
     await server.start()
     serving = health_pb2.HealthCheckResponse.SERVING
@@ -147,7 +160,7 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(f"rag-server listening on {settings.host}:{running.port}", flush=True)
+    say(f"rag-server listening on {settings.host}:{running.port}", logger=log.name)  # JSON in JSON mode
     address_file = write_address_file(settings, running.port)
     try:
         await stop.wait()

@@ -5,6 +5,11 @@
   status, so a unary reply costs no extra write) and, for a server stream, also in the response headers;
 * RequestError -> gRPC status with google.rpc details; WorkCancelled (deadline passed between stages)
   -> DEADLINE_EXCEEDED;
+* the request bytes: every handler is registered with a pass-through deserializer and the wrapper parses
+  them after the correlation id and the gates (a keyless malformed call is UNAUTHENTICATED), so corrupt wire
+  data or invalid UTF-8 in a string field is INVALID_ARGUMENT with a BadRequest violation on `request`, its
+  correlation id in the trailers and counted by the observers, like any other refusal (grpc itself would
+  answer UNKNOWN before any of the plumbing ran); a stream's messages are parsed one by one as they arrive;
 * the call lifecycle (`Lifecycle`): in-flight calls are counted, and once the server drains (SIGTERM) new
   calls are refused with UNAVAILABLE while health keeps answering (NOT_SERVING) and accepted calls finish.
 """
@@ -25,7 +30,7 @@ from typing import Any, Protocol
 
 import grpc
 
-from rag_server.api.errors import RequestError
+from rag_server.api.errors import RequestError, invalid_argument
 from rag_server.retrieval.timing import WorkCancelled
 
 CORRELATION_HEADER = "x-correlation-id"
@@ -139,12 +144,44 @@ def _code_of(exc: BaseException) -> grpc.StatusCode:
     return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN
 
 
+Parse = Callable[[bytes], Any]
+
+
+def request_parser(method: str, deserializer: Parse | None) -> Parse | None:
+    """`deserializer` (a message class's FromString) turning any failure to parse into INVALID_ARGUMENT with
+    a BadRequest violation on `request`; None when the method takes raw bytes."""
+    if deserializer is None:
+        return None
+    message_class = getattr(deserializer, "__self__", None)
+    descriptor = getattr(message_class, "DESCRIPTOR", None)
+    name = getattr(descriptor, "full_name", None) or f"request of {method}"
+
+    def parse(raw: bytes) -> Any:
+        try:
+            return deserializer(raw)
+        except Exception as exc:  # DecodeError: corrupt wire data, invalid UTF-8 in a string field, ...
+            # "Error parsing message with type 'rag.v1.X': String field had bad UTF-8" -> the cause only
+            reason = (str(exc) or type(exc).__name__).rpartition("': ")[2]
+            raise invalid_argument(
+                f"malformed request: not a valid {name}", ("request", f"not a valid {name}: {reason}")
+            ) from None
+
+    return parse
+
+
+async def _parsed_stream(requests: AsyncIterator[bytes], parse: Parse) -> AsyncIterator[Any]:
+    """A stream's messages, each parsed as it arrives."""
+    async for raw in requests:
+        yield parse(raw)
+
+
 def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing) -> grpc.RpcMethodHandler:
     """The handler of `method` inside the call plumbing (correlation id, gates, status mapping, lifecycle,
     observers); built once per method at registration, so a call pays for one coroutine frame, not an
     interceptor chain."""
     lifecycle = plumbing.lifecycle
     open_method = method.startswith(OPEN_PREFIXES)
+    parse = request_parser(method, handler.request_deserializer)
 
     async def start(context: grpc.aio.ServicerContext[Any, Any], streaming: bool) -> list[Callable[[], None]]:
         cid, kept = resolve_correlation_id(context.invocation_metadata())
@@ -207,14 +244,21 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
                     observer.finished(method, code, seconds)
 
     def rebuilt(behaviour: Any, factory: Callable[..., grpc.RpcMethodHandler]) -> grpc.RpcMethodHandler:
-        return factory(behaviour, handler.request_deserializer, handler.response_serializer)
+        # Bytes in: the request is parsed inside the plumbing (`parse`), after the correlation id and gates.
+        return factory(behaviour, None, handler.response_serializer)
+
+    def one(raw: Any) -> Any:
+        return parse(raw) if parse is not None else raw
+
+    def each(raw: Any) -> Any:
+        return _parsed_stream(raw, parse) if parse is not None else raw
 
     if handler.unary_unary:
         inner_uu = handler.unary_unary
 
         async def unary_unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             async with call(context):
-                return await inner_uu(request, context)
+                return await inner_uu(one(request), context)
 
         return rebuilt(unary_unary, grpc.unary_unary_rpc_method_handler)
     if handler.unary_stream and not inspect.isasyncgenfunction(handler.unary_stream):
@@ -222,7 +266,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
 
         async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
             async with call(context, streaming=True):
-                await inner_uw(request, context)
+                await inner_uw(one(request), context)
 
         return rebuilt(unary_stream_writer, grpc.unary_stream_rpc_method_handler)
     if handler.unary_stream:
@@ -232,7 +276,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
             request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
             async with call(context, streaming=True):
-                async for item in inner_us(request, context):
+                async for item in inner_us(one(request), context):
                     yield item
 
         return rebuilt(unary_stream, grpc.unary_stream_rpc_method_handler)
@@ -241,10 +285,29 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
 
         async def stream_unary(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             async with call(context):
-                return await inner_su(requests, context)
+                return await inner_su(each(requests), context)
 
         return rebuilt(stream_unary, grpc.stream_unary_rpc_method_handler)
-    return handler  # stream_stream: reflection only (open, and not observed)
+    if handler.stream_stream and not inspect.isasyncgenfunction(handler.stream_stream):
+        inner_sw = handler.stream_stream
+
+        async def stream_stream_writer(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            async with call(context, streaming=True):
+                await inner_sw(each(requests), context)
+
+        return rebuilt(stream_stream_writer, grpc.stream_stream_rpc_method_handler)
+    if handler.stream_stream:  # server reflection: open (no gates), but observed and its requests parsed
+        inner_ss = handler.stream_stream
+
+        async def stream_stream(
+            requests: Any, context: grpc.aio.ServicerContext[Any, Any]
+        ) -> AsyncIterator[Any]:
+            async with call(context, streaming=True):
+                async for item in inner_ss(each(requests), context):
+                    yield item
+
+        return rebuilt(stream_stream, grpc.stream_stream_rpc_method_handler)
+    return handler
 
 
 def _aborted_code(context: grpc.aio.ServicerContext[Any, Any]) -> grpc.StatusCode | None:

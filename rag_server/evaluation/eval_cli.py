@@ -22,6 +22,7 @@ from typing import Any
 
 from rich.console import Console
 
+from rag_server.client_channel import add_tls_arguments
 from rag_server.config import Settings
 from rag_server.evaluation.baseline import dense_baseline
 from rag_server.evaluation.dataset import DatasetError, Question, load_questions
@@ -51,6 +52,7 @@ def add_eval_parser(sub: Any) -> None:
                    help="also ask every question through AnswerService/Ask and score the answers")
     p.add_argument("--fail-under", type=float, default=None,
                    help="exit 1 when the service's section hit@1 (of any file) is below this value")
+    add_tls_arguments(p)  # --tls-ca, --tls-cert, --tls-key (mutual TLS)
     p.set_defaults(func=cmd_eval)
 
 

@@ -119,16 +119,16 @@ class Observability:
         metrics.watch_reranker(lambda: app.reranker)
 
     def serve_metrics(self) -> None:
-        """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (StartupError when it cannot)."""
+        """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (ListenError, one line, when it cannot)."""
         if self.metrics is None:
             return
         host, port = self.settings.metrics_host, self.settings.metrics_port
         try:
             self.endpoint = MetricsEndpoint(self.metrics.registry, host, port)
         except OSError as exc:
-            from rag_server.startup import StartupError
+            from rag_server.listen import cannot_listen, reason
 
-            raise StartupError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
+            raise cannot_listen(host, port, reason(exc), "serve metrics on") from None
         log.info("metrics on http://%s:%d/metrics", host, self.endpoint.port)
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""Logs of `rag-server serve`: text (default) or one JSON object per line (RAG_LOG_FORMAT=json), and
+r"""Logs of `rag-server serve`: text (default) or one JSON object per line (RAG_LOG_FORMAT=json), and
 question text kept out of every line unless RAG_LOG_QUESTIONS=true.
 
 A JSON line: {"time", "level", "logger", "message", "correlation_id"} (the call's x-correlation-id, "" outside
@@ -12,6 +12,12 @@ every run of three or more of its words (compared without case and diacritics, s
 is found too) in the message and the traceback of every record of that call (its worker threads and
 background tasks included) with `[question redacted]`. `redact_question(text)` is the helper
 for a log call that wants to mention a question: the text when allowed, else its length only.
+
+In JSON mode every line the server writes is JSON: log records, the "rag-server listening on HOST:PORT"
+line on stdout and a refusal to start (`say`: the same fields, the message unchanged, so a tool matching
+`rag-server listening on (\S+):(\d+)` still finds it), library warnings (the `warnings` module, logger
+"py.warnings"), uncaught exceptions of the main thread, other threads and unraisable ones (their
+traceback in "exception") and what native code writes to fd 2 (grpc's C core; native_stderr.py).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import importlib
 import json
 import logging
 import re
+import sys
+import threading
 import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -35,6 +43,7 @@ MIN_SCRUB_CHARS = 4  # a one-word question shorter than this ("ok") is not searc
 SHARED_WORDS = 3  # words in a row a log line must share with the question to be redacted
 
 _allow_questions = False
+_json_lines = False  # RAG_LOG_FORMAT=json, set by configure_logging: `say` writes JSON too
 
 
 def redact_question(text: str) -> str:
@@ -201,7 +210,55 @@ def make_handler(settings: Settings, stream: IO[str] | None = None) -> logging.H
 
 
 def configure_logging(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
-    """The root logger of `rag-server serve`: RAG_LOG_LEVEL, RAG_LOG_FORMAT, RAG_LOG_QUESTIONS."""
+    """The root logger of `rag-server serve`: RAG_LOG_LEVEL, RAG_LOG_FORMAT, RAG_LOG_QUESTIONS. In JSON
+    mode, warnings and uncaught exceptions go through it too (one JSON line each)."""
+    global _json_lines
     handler = make_handler(settings, stream)
     logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
+    _json_lines = settings.log_format == "json"
+    if _json_lines:
+        logging.captureWarnings(True)
+        sys.excepthook = _log_uncaught
+        threading.excepthook = _log_thread_exception
+        sys.unraisablehook = _log_unraisable
+        if stream is None:  # the process's stderr: what native code writes to fd 2 becomes JSON too
+            from rag_server.observability import native_stderr
+
+            native_stderr.capture()
     return handler
+
+
+def say(message: str, stream: IO[str] | None = None, level: int = logging.INFO,
+        logger: str = "rag_server") -> None:
+    """One line written outside the log handler (stdout by default): `message` as it is, or in JSON mode a
+    JSON object with the fields of a log line and `message` unchanged."""
+    out = stream if stream is not None else sys.stdout
+    if _json_lines:
+        record = logging.LogRecord(logger, level, __file__, 0, message, None, None)
+        message = JsonFormatter().format(record)
+    print(message, file=out, flush=True)
+
+
+_uncaught = logging.getLogger("rag_server.uncaught")
+
+
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, exc, tb)
+        return
+    _uncaught.critical("uncaught %s: %s", kind.__name__, exc, exc_info=(kind, exc, tb))
+
+
+def _log_thread_exception(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    exc_info = (args.exc_type, args.exc_value, args.exc_traceback) if args.exc_value is not None else None
+    _uncaught.error("uncaught %s in thread %s: %s", args.exc_type.__name__, name, args.exc_value,
+                    exc_info=exc_info)
+
+
+def _log_unraisable(args: Any) -> None:
+    where = args.err_msg or "Exception ignored in"
+    exc_info = (args.exc_type, args.exc_value, args.exc_traceback) if args.exc_value is not None else None
+    _uncaught.warning("%s: %r", where, args.object, exc_info=exc_info)

@@ -158,6 +158,44 @@ async def test_scopes(channel: grpc.aio.Channel, keys: dict[str, str]) -> None:
     assert judged.value.code() not in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
 
 
+async def test_malformed_requests_are_authenticated_first(
+    channel: grpc.aio.Channel, keys: dict[str, str]
+) -> None:
+    """Bytes that are not a request are judged only after the key: keyless is UNAUTHENTICATED (not a
+    parse error that tells a stranger anything), with a key INVALID_ARGUMENT; health and reflection stay
+    open but are parsed too."""
+    corrupt, bad_utf8 = b"\xff\xff\xff", b"\x0a\x02\xff\xfe"  # field 1 (query) holding invalid UTF-8
+    retrieve = channel.unary_unary("/rag.v1.RetrievalService/Retrieve")
+    ask = channel.unary_stream("/rag.v1.AnswerService/Ask")
+    upload = channel.stream_unary("/rag.v1.IngestionService/UploadDocument")
+    for raw in (corrupt, bad_utf8):
+        no_key = ((CORRELATION_HEADER, "malformed-no-key"),)
+        code, info, trailers = await refusal(retrieve(raw, metadata=no_key, timeout=10))
+        assert code == grpc.StatusCode.UNAUTHENTICATED and info.reason == "API_KEY_MISSING"
+        assert trailers.get(CORRELATION_HEADER) == "malformed-no-key"
+        stream = ask(raw, metadata=no_key, timeout=10)
+        code, info, _ = await refusal(stream, stream.read())
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+        code, info, _ = await refusal(upload(iter([corrupt]), metadata=no_key, timeout=10))
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+        code, info, _ = await refusal(upload(iter([corrupt]), metadata=bearer(keys["reader"]), timeout=10))
+        assert code == grpc.StatusCode.PERMISSION_DENIED and info.reason == "SCOPE_MISSING"
+        for call in (retrieve(raw, metadata=bearer(keys["reader"]), timeout=10),
+                     upload(iter([corrupt]), metadata=bearer(keys["loader"]), timeout=10)):
+            with pytest.raises(grpc.aio.AioRpcError) as bad:
+                await call
+            assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert dict(bad.value.trailing_metadata() or ()).get(CORRELATION_HEADER) == "auth-test-1"
+    check = channel.unary_unary("/grpc.health.v1.Health/Check")
+    with pytest.raises(grpc.aio.AioRpcError) as bad:
+        await check(corrupt, timeout=10)  # open to a keyless caller, and still parsed
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    reflection = channel.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+    with pytest.raises(grpc.aio.AioRpcError) as bad:
+        await reflection(iter([corrupt]), timeout=10).read()
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 async def test_health_and_reflection_stay_open(channel: grpc.aio.Channel, keys: dict[str, str]) -> None:
     assert keys
     reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)

