@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 # uuid5 namespace of point ids: point id = uuid5(POINT_NAMESPACE, chunk_id), so a reload overwrites.
 POINT_NAMESPACE = uuid.UUID("6f1c3a52-9f0e-5b8e-a7c4-2d1f0e9b7a11")
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: payloads carry visual_spans, table_rows, table_png and boxes (1 loads too)
 
 
 class ChunkKind(str, Enum):  # noqa: UP042 (str() must stay the member name)
