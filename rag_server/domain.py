@@ -258,6 +258,28 @@ def boxes_for(chunk: Chunk, start: int, end: int) -> list[PageBox]:
     return list(found)
 
 
+def in_visual_span(chunk: Chunk, start: int, end: int) -> bool:
+    """[start, end) of the chunk's text touches text that must be read on the page (a formula, a table
+    marker): a claim resting on it cannot be shown as verified prose."""
+    return chunk.requires_visual_check or any(s < end and e > start for s, e in chunk.visual_spans)
+
+
+def plain_ranges(chunk: Chunk) -> list[tuple[int, int]]:
+    """The ranges of the chunk's text outside its visual spans (white space at their ends trimmed): the
+    prose that may be shown (none for a chunk that must be read on the page as a whole)."""
+    if chunk.requires_visual_check:
+        return []
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for start, end in [*chunk.visual_spans, (len(chunk.text), len(chunk.text))]:
+        piece = chunk.text[pos:start]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append((pos + lead, pos + len(piece.rstrip())))
+        pos = max(pos, end)
+    return out
+
+
 def table_view(chunk: Chunk) -> TableView | None:
     """The table of a block chunk (None for a chunk without lifted cells)."""
     if not chunk.table_rows:

@@ -10,6 +10,8 @@ from rag_server.domain import (
     TableView,
     TextBox,
     boxes_for,
+    in_visual_span,
+    plain_ranges,
     table_view,
 )
 
@@ -68,3 +70,20 @@ def test_a_payload_written_before_the_page_fields_loads_with_them_empty() -> Non
     old = Chunk.from_payload(payload)
     assert old.text == TEXT and old.visual_spans == [] and old.table_rows == []
     assert old.table_png == b"" and old.boxes == [] and not old.requires_visual_check
+
+
+def test_the_prose_outside_the_visual_spans_and_what_touches_them() -> None:
+    text = "Suy thận: theo công thức:\nClcr = (140 - tuổi) / 72\nỞ nữ, nhân với 0,85."
+    start = text.index("Clcr")
+    end = start + len("Clcr = (140 - tuổi) / 72")
+    chunk = Chunk(chunk_id="z__lieu_luong_va_cach_dung__0", drug_id="z", drug_name="Z",
+                  section_key="lieu_luong_va_cach_dung", section_title="Liều", part_index=0,
+                  chunk_kind=ChunkKind.PROSE, text=text, visual_spans=[(start, end)])
+    prose = [text[s:e] for s, e in plain_ranges(chunk)]
+    assert prose == ["Suy thận: theo công thức:", "Ở nữ, nhân với 0,85."]
+    assert in_visual_span(chunk, start - 3, start + 1) and in_visual_span(chunk, end - 1, end + 4)
+    assert not in_visual_span(chunk, 0, start - 1) and not in_visual_span(chunk, end, len(text))
+    flagged = Chunk(**{**chunk.__dict__, "requires_visual_check": True})
+    assert plain_ranges(flagged) == [] and in_visual_span(flagged, 0, 1)
+    plain = Chunk(**{**chunk.__dict__, "visual_spans": []})
+    assert plain_ranges(plain) == [(0, len(text))]
