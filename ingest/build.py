@@ -8,7 +8,8 @@ Raises IngestInputError(kind, message) for bad input: kind in
   {"not_pdf", "encrypted", "corrupt", "no_monographs"}.
 
 Stages (each a small module with a pure core): parse.py (PyMuPDF -> lines in reading order, running headers
-removed, folios, tables lifted) -> segment.py (monographs, sections) -> chunk.py -> gates.py.
+removed, folios, tables lifted) -> segment.py (monographs, sections) -> table_images.py (each lifted table's
+region rendered as a PNG, with the document still open) -> chunk.py -> gates.py.
 Physical pages are 1-based; a SourceRef's printed_page is 0 when the page has no known folio (a gate counts
 such chunks). BuildResult.gates must all be 0 before the chunks are loaded; for each failed gate,
 BuildResult.diagnostics shows what the parser saw on the first pages involved (ingest.diagnose).
@@ -32,6 +33,7 @@ from ingest.page_pool import PagePool, PdfFile, resolve_workers
 from ingest.parse import PageError, parse_document
 from ingest.running import DEFAULT_MARKS
 from ingest.segment import SegmentNotes, segment
+from ingest.table_images import render_tables
 from rag_server.domain import Chunk
 from rag_server.vocabulary import Vocabulary, load_vocabulary
 
@@ -149,15 +151,16 @@ def _build(data: bytes, sha: str, vocab: Vocabulary, max_tokens: int, progress: 
         if any(marker in warnings for marker in _DAMAGE):
             raise IngestInputError("corrupt", "parts of the PDF's page content cannot be loaded: "
                                               + warnings.splitlines()[0])
+
+        report("segment", 0, 1, "finding monographs and sections")
+        notes = SegmentNotes()
+        monographs = segment(parsed, vocab, notes)
+        if not monographs:
+            raise IngestInputError("no_monographs", f"no monograph was found in {pages} page(s): no "
+                                   "upper-case bold or large title followed by identity lines or headings")
+        render_tables(doc, monographs)  # the lifted tables' regions, from the document already open
     finally:
         doc.close()
-
-    report("segment", 0, 1, "finding monographs and sections")
-    notes = SegmentNotes()
-    monographs = segment(parsed, vocab, notes)
-    if not monographs:
-        raise IngestInputError("no_monographs", f"no monograph was found in {pages} page(s): no upper-case "
-                                                "bold or large title followed by identity lines or headings")
     section_count = sum(len(m.sections) for m in monographs)
     report("segment", 1, 1, f"{len(monographs)} monographs, {section_count} sections")
 

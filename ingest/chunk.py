@@ -7,6 +7,13 @@ section cover its whole text, in order (nothing is dropped). Every chunk carries
 chunk_id = {drug_id}__{section_key}__{part_index} (part_index from 0 in reading order); a lifted table is
 {drug_id}__{section_key}__block__{table_id}, with the part_index of the prose chunk holding its marker, and
 a table too large for one chunk is split by rows into table ids t1, t1p2, t1p3, ...
+
+What must be read on the page is marked where it is: a prose chunk lists the [start, end) ranges of its
+text that are (a 2-D formula, a table marker, the rows of a small table broken at a column end) in
+`visual_spans`, and is `requires_visual_check` only when its whole text is; a table block always is, and
+carries its cells (`table_rows`, header row first in every part) and the PNG of the printed table. Every
+chunk keeps, for each printed line of its text, the range of its text and the line's box on its page
+(`boxes`, points rounded to 0.1): a block chunk, the table's box for its whole text.
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ingest.regions import table_lines
+from ingest.layout import BBox
+from ingest.regions import clean_cell, table_lines
 from ingest.segment import LiftedTable, Monograph, Piece, Section
-from rag_server.domain import Chunk, ChunkKind, SourceRef, block_id_for, chunk_id_for
+from rag_server.domain import Chunk, ChunkKind, SourceRef, TextBox, block_id_for, chunk_id_for
 from rag_server.text import count_tokens
 from rag_server.vocabulary import Vocabulary
 
@@ -31,6 +39,11 @@ class SectionText:
 
     def pieces_in(self, start: int, end: int) -> list[Piece]:
         return [p for s, e, p in self.spans if s < end and e > start]
+
+    def spans_in(self, start: int, end: int) -> list[tuple[int, int, Piece]]:
+        """The pieces of [start, end) with their ranges cut to it, relative to `start`."""
+        return [(max(s, start) - start, min(e, end) - start, p) for s, e, p in self.spans
+                if s < end and e > start]
 
 
 def assemble(pieces: list[Piece]) -> SectionText:
@@ -137,6 +150,69 @@ def _refs(document_id: str, pages: list[int], page_map: dict[int, int | None]) -
     return [SourceRef(document_id, p, page_map.get(p) or 0) for p in seen]
 
 
+def _box(start: int, end: int, page: int, bbox: BBox) -> TextBox:
+    x0, y0, x1, y1 = bbox
+    return TextBox(start, end, page, round(x0, 1), round(y0, 1), round(x1, 1), round(y1, 1))
+
+
+def visual_spans(text: str, spans: list[tuple[int, int, Piece]]) -> list[tuple[int, int]]:
+    """The ranges of visual pieces, those separated only by white space joined."""
+    out: list[tuple[int, int]] = []
+    for start, end, piece in spans:
+        if not piece.visual:
+            continue
+        if out and not text[out[-1][1]:start].strip():
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def wholly_visual(text: str, spans: list[tuple[int, int]]) -> bool:
+    """Every character of `text` but white space lies in a visual span."""
+    pos = 0
+    for start, end in spans:
+        if text[pos:start].strip():
+            return False
+        pos = end
+    return not text[pos:].strip()
+
+
+def _row_groups(header: str | None, rows: list[str], budget: int) -> list[list[tuple[str, int]]]:
+    """The table's lines (the header line, then the rows; a row over the budget cut by words) grouped
+    under the budget, each line with the index of its row (-1: the header)."""
+    lines: list[tuple[str, int]] = [(header, -1)] if header and count_tokens(header) < budget // 2 else []
+    for n, row in enumerate(rows):
+        if count_tokens(row) <= budget:
+            lines.append((row, n))
+        else:
+            lines.extend((row[s:e], n) for s, e, _ in _words(row, 0, len(row), budget))
+    groups: list[list[tuple[str, int]]] = [[]]
+    used = 0
+    for line, n in lines:
+        t = count_tokens(line)
+        if groups[-1] and used + t > budget:
+            groups.append([])
+            used = 0
+        groups[-1].append((line, n))
+        used += t
+    return groups
+
+
+def _cells(table: LiftedTable) -> tuple[list[list[str]], int]:
+    """The table's rows as `table_lines` reads them (cells' white space normalised, empty rows dropped),
+    and the index of the row its first body line reads (1 after a header line, else 0)."""
+    rows = [[clean_cell(c) for c in row] for row in table.rows]
+    rows = [row for row in rows if any(row)]
+    return rows, int(len(rows) > 1 and all(rows[0]))
+
+
+def _part_rows(rows: list[list[str]], first_body: int, group: list[tuple[str, int]]) -> list[list[str]]:
+    """The cells of one part of a table: the first (header) row, then the rows its lines read."""
+    held = dict.fromkeys(n + first_body for _, n in group if n >= 0)
+    return [list(rows[0]), *(list(rows[n]) for n in held if n != 0)] if rows else []
+
+
 def _block_chunks(mono: Monograph, section: Section, table: LiftedTable, title: str, part_index: int,
                   document_id: str, page_map: dict[int, int | None], max_tokens: int) -> list[Chunk]:
     """The table as one block chunk, or several (split by rows, a long row by words) under the ceiling;
@@ -145,31 +221,19 @@ def _block_chunks(mono: Monograph, section: Section, table: LiftedTable, title: 
     where = f"trang PDF {table.page}" + (f", trang in {printed}" if printed else "")
     note = f"[Bảng trích tự động ({where}), mục «{title}» của {mono.drug_name}: phải đối chiếu với trang.]"
     header, rows = table_lines(table.rows)
+    cells, first_body = _cells(table)
     budget = max(1, max_tokens - count_tokens(note))
-    lines: list[str] = [header] if header and count_tokens(header) < budget // 2 else []
-    for row in rows:
-        if count_tokens(row) <= budget:
-            lines.append(row)
-        else:
-            lines.extend(row[s:e] for s, e, _ in _words(row, 0, len(row), budget))
-    groups: list[list[str]] = [[]]
-    used = 0
-    for line in lines:
-        t = count_tokens(line)
-        if groups[-1] and used + t > budget:
-            groups.append([])
-            used = 0
-        groups[-1].append(line)
-        used += t
     out: list[Chunk] = []
-    for k, group in enumerate(groups, start=1):
+    for k, group in enumerate(_row_groups(header, rows, budget), start=1):
         table_id = table.table_id if k == 1 else f"{table.table_id}p{k}"
+        text = "\n".join([note, *(line for line, _ in group)])
         out.append(Chunk(
             chunk_id=block_id_for(mono.drug_id, section.key, table_id), drug_id=mono.drug_id,
             drug_name=mono.drug_name, section_key=section.key, section_title=title, part_index=part_index,
-            chunk_kind=ChunkKind.BLOCK, text="\n".join([note, *group]),
+            chunk_kind=ChunkKind.BLOCK, text=text,
             source_refs=_refs(document_id, [table.page], page_map), requires_visual_check=True,
-            table_id=table_id,
+            table_id=table_id, table_rows=_part_rows(cells, first_body, group), table_png=table.png,
+            boxes=[_box(0, len(text), table.page, table.bbox)],
         ))
     return out
 
@@ -181,16 +245,19 @@ def chunk_section(mono: Monograph, section: Section, vocab: Vocabulary, document
     prose: list[Chunk] = []
     marker_part: dict[str, int] = {}
     for index, (start, end) in enumerate(split_ranges(st.text, max_tokens)):
-        pieces = st.pieces_in(start, end)
-        for piece in pieces:
+        spans = st.spans_in(start, end)
+        for _, _, piece in spans:
             if piece.table_id:
                 marker_part.setdefault(piece.table_id, index)
+        text = st.text[start:end]
+        visual = visual_spans(text, spans)
         prose.append(Chunk(
             chunk_id=chunk_id_for(mono.drug_id, section.key, index), drug_id=mono.drug_id,
             drug_name=mono.drug_name, section_key=section.key, section_title=title, part_index=index,
-            chunk_kind=ChunkKind.PROSE, text=st.text[start:end],
-            source_refs=_refs(document_id, [p.page for p in pieces], page_map),
-            requires_visual_check=any(p.visual for p in pieces),
+            chunk_kind=ChunkKind.PROSE, text=text,
+            source_refs=_refs(document_id, [p.page for _, _, p in spans], page_map),
+            requires_visual_check=wholly_visual(text, visual), visual_spans=visual,
+            boxes=[_box(s, e, p.page, p.bbox) for s, e, p in spans],
         ))
     blocks: list[Chunk] = []
     for table in section.tables:

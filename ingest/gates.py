@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ingest.segment import Monograph
-from rag_server.domain import Chunk
+from rag_server.domain import Chunk, ChunkKind
 from rag_server.text import count_tokens
 from rag_server.vocabulary import Vocabulary
 
@@ -40,6 +40,8 @@ GATE_NAMES = (
     "pages_without_folio",
     "unassigned_monograph_text",
     "monographs_starting_over",
+    "tables_without_image",
+    "chunks_without_boxes",
 )
 # A monograph whose section headings start over (this many distinct sections headed a second time) holds
 # two monographs: a title was missed, and the second drug's text would be served as the first's.
@@ -100,9 +102,28 @@ def compute_gates(monographs: list[Monograph], chunks: list[Chunk], page_map: di
         _gate("monographs_starting_over",
               ((f"{m.drug_id}: {', '.join(m.ignored_headings[:4])}", _mono_pages(m))
                for m in monographs if _repeated_sections(m, vocab) >= STARTS_OVER)),
+        # A table is shown as printed (the crop beside its cells): a block without its image cannot be.
+        _gate("tables_without_image",
+              ((c.chunk_id, _chunk_pages(c)) for c in chunks if c.chunk_kind is ChunkKind.BLOCK
+               and not c.table_png)),
+        # A citation is shown on the page by the boxes of its lines: text outside every box cannot be.
+        _gate("chunks_without_boxes", ((c.chunk_id, _chunk_pages(c)) for c in chunks if not boxed(c))),
     ]
     assert tuple(g.name for g in gates) == GATE_NAMES
     return gates
+
+
+def boxed(chunk: Chunk) -> bool:
+    """Every character of the chunk's text but white space lies in one of its boxes, each box a range of
+    the text with an area on one of the chunk's pages, in text order."""
+    pages = set(_chunk_pages(chunk))
+    pos = 0
+    for box in chunk.boxes:
+        if box.start < pos or box.end > len(chunk.text) or chunk.text[pos:box.start].strip() \
+                or box.physical_page not in pages or box.x1 <= box.x0 or box.y1 <= box.y0:
+            return False
+        pos = box.end
+    return not chunk.text[pos:].strip()
 
 
 def _repeated_sections(mono: Monograph, vocab: Vocabulary) -> int:

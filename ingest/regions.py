@@ -5,7 +5,8 @@
   lifted out of the prose; a marker line takes their place, and the table becomes a block chunk.
 * A formula region is a fraction layout (a short horizontal bar with text right above and right below it,
   both no wider than the bar) or a line with many small raised/lowered spans. Its lines are kept in the prose
-  but flagged `visual`, so the chunk holding them requires a visual check against the page.
+  but flagged `visual`: they become a visual span of the chunk holding them (`Chunk.visual_spans`), to be
+  checked against the page, and the prose around them is not flagged.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def inside(line: TextLine, box: BBox, slack: float = 1.0) -> bool:
 
 def mark_formulas(lines: list[TextLine], horizontal: list[Segment], body_size: float,
                   tables: list[BBox]) -> int:
-    """Flag lines of 2-D formula regions `visual`; returns how many lines were flagged."""
+    """Flag lines of 2-D formula regions `visual` (visual spans of their chunk); returns how many."""
     flagged = 0
     for seg in horizontal:
         x0, y, x1, _ = seg

@@ -32,7 +32,7 @@ import statistics
 import weakref
 from dataclasses import dataclass, field
 
-from ingest.layout import ParsedDocument, Span, TableRegion, TextLine
+from ingest.layout import BBox, ParsedDocument, Span, TableRegion, TextLine
 from rag_server.text import slugify
 from rag_server.vocabulary import Vocabulary
 
@@ -47,13 +47,17 @@ _QUOTES = ('"', "“", "”", "'", "‘", "’", "«", "»")
 _CONFIRM_WITHIN = 3  # a title is followed by an identity line (or, if larger than body text, a heading)
 
 
+_NO_BOX: BBox = (0.0, 0.0, 0.0, 0.0)
+
+
 @dataclass
 class Piece:
     text: str
     page: int
     para_start: bool = False
-    visual: bool = False
+    visual: bool = False  # to be read on the page (a 2-D formula, a table marker, a small broken table)
     table_id: str = ""  # monograph-level table id when this piece is a table marker
+    bbox: BBox = _NO_BOX  # where it is printed on `page`: its line's box, or the part of the line it holds
 
 
 @dataclass
@@ -61,6 +65,8 @@ class LiftedTable:
     table_id: str
     page: int
     rows: list[list[str]]
+    bbox: BBox = _NO_BOX  # the table region on `page` (PDF points, origin top left)
+    png: bytes = b""  # the region rendered at ingest (ingest.table_images), once segmentation is done
 
 
 @dataclass
@@ -525,6 +531,8 @@ class _Builder:
         self.tables = tables
         self.current: Section | None = None
         self.fresh = False  # next text piece starts the section
+        self.line: TextLine | None = None  # the line the last text piece came from ...
+        self.cursor = 0  # ... and where in its text that piece ended
         self.identity_zone = all(s.key in identity for s in monograph.sections)  # only identity sections yet
 
     def heading(self, key: str, printed: str, page: int) -> bool:
@@ -541,7 +549,10 @@ class _Builder:
         return True
 
     def text(self, text: str, line: TextLine, para: bool) -> None:
-        piece = Piece(text=text, page=line.page, para_start=para or self.fresh, visual=line.visual)
+        if line is not self.line:
+            self.line, self.cursor = line, 0
+        box, self.cursor = part_box(line, text, self.cursor)
+        piece = Piece(text=text, page=line.page, para_start=para or self.fresh, visual=line.visual, bbox=box)
         self.fresh = False
         if self.current is None:
             self.m.unassigned.append(piece)
@@ -553,12 +564,38 @@ class _Builder:
         target = self.current
         rows = region.rows if region else []
         if target is None:
-            self.m.unassigned.append(Piece(line.text, line.page, True, True))
+            self.m.unassigned.append(Piece(line.text, line.page, True, True, bbox=line.bbox))
             return
         table_id = f"t{len(target.tables) + 1}"
-        target.tables.append(LiftedTable(table_id=table_id, page=line.page, rows=rows))
-        target.pieces.append(Piece(line.text, line.page, True, True, table_id))
+        target.tables.append(LiftedTable(table_id=table_id, page=line.page, rows=rows,
+                                         bbox=region.bbox if region else line.bbox))
+        target.pieces.append(Piece(line.text, line.page, True, True, table_id, bbox=line.bbox))
         self.fresh = False
+
+
+def part_box(line: TextLine, text: str, cursor: int = 0) -> tuple[BBox, int]:
+    """The box of `text`, a part of the line's text found at or after `cursor` (a heading run into the
+    line leaves the rest of it to a piece): the union of the boxes of the spans it overlaps, else the
+    line's box; and where the part ends in the line's text."""
+    whole = line.text
+    at = whole.find(text, cursor) if text else -1
+    if at < 0:
+        return line.bbox, cursor
+    end = at + len(text)
+    if (at == 0 and end >= len(whole.rstrip())) or len(line.spans) < 2:
+        return line.bbox, end
+    x0 = y0 = float("inf")
+    x1 = y1 = float("-inf")
+    pos = 0
+    for span in line.spans:
+        stop = pos + len(span.text)
+        if stop > at and pos < end and span.text.strip():
+            x0, y0 = min(x0, span.bbox[0]), min(y0, span.bbox[1])
+            x1, y1 = max(x1, span.bbox[2]), max(y1, span.bbox[3])
+        pos = stop
+    if x1 <= x0 or y1 <= y0:
+        return line.bbox, end
+    return (x0, y0, x1, y1), end
 
 
 def segment(doc: ParsedDocument, vocab: Vocabulary, notes: SegmentNotes | None = None) -> list[Monograph]:

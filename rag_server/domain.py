@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 # uuid5 namespace of point ids: point id = uuid5(POINT_NAMESPACE, chunk_id), so a reload overwrites.
 POINT_NAMESPACE = uuid.UUID("6f1c3a52-9f0e-5b8e-a7c4-2d1f0e9b7a11")
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: payloads carry visual_spans, table_rows, table_png and boxes (1 loads too)
 
 
 class ChunkKind(str, Enum):  # noqa: UP042 (str() must stay the member name)
@@ -106,6 +107,42 @@ class SourceRef:
         return cls(str(data["document_id"]), int(data["physical_page"]), int(data["printed_page"]))
 
 
+class TextBox(NamedTuple):
+    """Where [start, end) of a chunk's text (a printed line, or the part of one a chunk holds) is printed:
+    its physical page and its box in PDF points, origin at the top left of the page (as PyMuPDF gives)."""
+
+    start: int
+    end: int
+    physical_page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+@dataclass(frozen=True)
+class PageBox:
+    """A box on a page, for a client to draw over the printed page (a cited span's lines, a table)."""
+
+    physical_page: int
+    printed_page: int  # 0 = unknown
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A lifted table as a client shows it: its cells (header row first), the crop of the printed table and
+    the pages it is on. Never paraphrased: it is shown as it was printed, to be checked on the page."""
+
+    chunk_id: str
+    rows: tuple[tuple[str, ...], ...]
+    image_png: bytes
+    pages: tuple[SourceRef, ...]
+
+
 def chunk_id_for(drug_id: str, section_key: str, part_index: int) -> str:
     return f"{drug_id}__{section_key}__{part_index}"
 
@@ -131,8 +168,14 @@ class Chunk:
     chunk_kind: ChunkKind
     text: str
     source_refs: list[SourceRef] = field(default_factory=list)
+    # True for a table block, and for a prose chunk whose whole text must be read on the page; a prose
+    # chunk with only some such text (a 2-D formula, a table marker) lists it in `visual_spans` instead.
     requires_visual_check: bool = False
     table_id: str = ""
+    visual_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) to read on the page
+    table_rows: list[list[str]] = field(default_factory=list)  # a table block's cells, header row first
+    table_png: bytes = b""  # a table block: the printed table region, rendered at ingest (PNG)
+    boxes: list[TextBox] = field(default_factory=list)  # where each line of the text is printed, in order
     # BM25 term weights (term id -> TF saturation) as stored in the sparse vector; set on search hits by
     # the store, never part of the payload.
     terms: dict[int, float] | None = field(default=None, compare=False, repr=False)
@@ -157,6 +200,10 @@ class Chunk:
             "source_refs": [ref.to_payload() for ref in self.source_refs],
             "requires_visual_check": self.requires_visual_check,
             "table_id": self.table_id,
+            "visual_spans": [n for span in self.visual_spans for n in span],
+            "table_rows": [list(row) for row in self.table_rows],
+            "table_png": base64.b64encode(self.table_png).decode("ascii"),
+            "boxes": [n for box in self.boxes for n in box],
         }
 
     @classmethod
@@ -174,7 +221,71 @@ class Chunk:
             requires_visual_check=bool(data.get("requires_visual_check", False)
                                        or data.get("has_quarantined_content", False)),
             table_id=str(data.get("table_id", "")),
+            visual_spans=_pairs(data.get("visual_spans") or []),
+            table_rows=[[str(cell) for cell in row] for row in data.get("table_rows") or []],
+            table_png=base64.b64decode(str(data.get("table_png") or "")),
+            boxes=_boxes(data.get("boxes") or []),
         )
+
+
+# Payload keys the store leaves out of search results and scrolls unless a caller asks for them
+# (ChunkFilter.with_images / with_boxes): the bulk of a payload, needed only to show a citation or a table.
+IMAGE_PAYLOAD_KEY = "table_png"
+BOXES_PAYLOAD_KEY = "boxes"
+
+
+def _pairs(flat: list[Any]) -> list[tuple[int, int]]:
+    return [(int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
+
+
+def _boxes(flat: list[Any]) -> list[TextBox]:
+    """TextBoxes from the payload's flat list (start, end, page, x0, y0, x1, y1, start, ...)."""
+    return [TextBox(int(flat[i]), int(flat[i + 1]), int(flat[i + 2]), float(flat[i + 3]), float(flat[i + 4]),
+                    float(flat[i + 5]), float(flat[i + 6])) for i in range(0, len(flat) - 6, 7)]
+
+
+def boxes_for(chunk: Chunk, start: int, end: int) -> list[PageBox]:
+    """The boxes on the page of the lines a span [start, end) of `chunk.text` touches (a span across a page
+    break has boxes on both pages), in text order; an empty span gives the box of the line it lies in.
+    Empty when the chunk carries no boxes (an old payload, or one read without them)."""
+    printed = {r.physical_page: r.printed_page for r in chunk.source_refs}
+    found: dict[PageBox, None] = {}
+    for box in chunk.boxes:
+        touches = box.start < end and box.end > start if end > start else box.start <= start < box.end
+        if touches:
+            found[PageBox(box.physical_page, printed.get(box.physical_page, 0),
+                          box.x0, box.y0, box.x1, box.y1)] = None
+    return list(found)
+
+
+def in_visual_span(chunk: Chunk, start: int, end: int) -> bool:
+    """[start, end) of the chunk's text touches text that must be read on the page (a formula, a table
+    marker): a claim resting on it cannot be shown as verified prose."""
+    return chunk.requires_visual_check or any(s < end and e > start for s, e in chunk.visual_spans)
+
+
+def plain_ranges(chunk: Chunk) -> list[tuple[int, int]]:
+    """The ranges of the chunk's text outside its visual spans (white space at their ends trimmed): the
+    prose that may be shown (none for a chunk that must be read on the page as a whole)."""
+    if chunk.requires_visual_check:
+        return []
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for start, end in [*chunk.visual_spans, (len(chunk.text), len(chunk.text))]:
+        piece = chunk.text[pos:start]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append((pos + lead, pos + len(piece.rstrip())))
+        pos = max(pos, end)
+    return out
+
+
+def table_view(chunk: Chunk) -> TableView | None:
+    """The table of a block chunk (None for a chunk without lifted cells)."""
+    if not chunk.table_rows:
+        return None
+    return TableView(chunk.chunk_id, tuple(tuple(row) for row in chunk.table_rows), chunk.table_png,
+                     tuple(chunk.source_refs))
 
 
 @dataclass
@@ -194,6 +305,8 @@ class Decision:
     reason: Reason
     message: str
     pages: tuple[SourceRef, ...] = ()  # VERIFY_PDF: the pages to read
+    # The chunks that must be checked on the page (tables, wholly visual prose); the rest is verified prose
+    visual_check_chunk_ids: tuple[str, ...] = ()
 
     @property
     def usable(self) -> bool:

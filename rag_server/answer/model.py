@@ -6,18 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rag_server.domain import Chunk, Decision, SourceRef
+from rag_server.domain import Chunk, Decision, PageBox, SourceRef, TableView
 from rag_server.retrieval.results import AssessmentResult, IndicationCandidate, Route
 from rag_server.understanding.frame import QueryFrame
 
 
 @dataclass(frozen=True)
 class Support:
-    """Where a claim's support lies inside one cited chunk: [start, end) in code points of its text."""
+    """Where a claim's support lies inside one cited chunk: [start, end) in code points of its text, and
+    where it is printed (rag_server.domain.boxes_for: the boxes of its lines; empty when not known)."""
 
     chunk_id: str
     start: int
     end: int
+    physical_page: int = 0  # the page the span starts on (0: not known)
+    boxes: tuple[PageBox, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Block:
     requires_visual_check: bool = False
     pages: tuple[SourceRef, ...] = ()
     note: str = ""  # service-written, never a claim
+    table: TableView | None = None  # a table shown as its own block (rag_server.domain.table_view)
 
 
 @dataclass(frozen=True)

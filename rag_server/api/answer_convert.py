@@ -12,7 +12,8 @@ def claim(c: Claim) -> pb.Claim:
     return pb.Claim(
         text=c.text,
         source_ids=list(c.source_ids),
-        support=[pb.ClaimSupport(chunk_id=s.chunk_id, start=s.start, end=s.end) for s in c.support],
+        support=[convert.claim_support(s.chunk_id, s.start, s.end, s.physical_page, s.boxes)
+                 for s in c.support],
     )
 
 
@@ -25,6 +26,7 @@ def block(b: Block) -> pb.AnswerBlock:
         requires_visual_check=b.requires_visual_check,
         pages=[convert.source_ref(r) for r in b.pages],
         note=b.note,
+        table=convert.table_view(b.table) if b.table is not None else None,
     )
 
 

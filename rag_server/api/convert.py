@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rag_server.domain import ChunkKind, Decision, FactMatch, Hit, MatchKind, ScoreKind, SourceRef
+from rag_server.domain import (
+    ChunkKind,
+    Decision,
+    FactMatch,
+    Hit,
+    MatchKind,
+    PageBox,
+    ScoreKind,
+    SourceRef,
+    TableView,
+)
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.retrieval.results import (
@@ -53,11 +63,36 @@ def evidence(hit: Hit) -> pb.Evidence:
         source_refs=[source_ref(r) for r in c.source_refs],
         requires_visual_check=c.requires_visual_check,
         chunk_kind=_CHUNK_KIND[c.chunk_kind],
+        table_rows=table_rows(c.table_rows),
+        visual_spans=[pb.TextSpan(start=start, end=end) for start, end in c.visual_spans],
     )
 
 
 def source_ref(r: SourceRef) -> pb.SourceRef:
     return pb.SourceRef(document_id=r.document_id, physical_page=r.physical_page, printed_page=r.printed_page)
+
+
+def table_rows(rows: Sequence[Sequence[str]]) -> list[pb.TableRow]:
+    return [pb.TableRow(cells=list(row)) for row in rows]
+
+
+def page_box(b: PageBox) -> pb.PageBox:
+    return pb.PageBox(physical_page=b.physical_page, printed_page=b.printed_page, x0=b.x0, y0=b.y0, x1=b.x1,
+                      y1=b.y1)
+
+
+def claim_support(chunk_id: str, start: int, end: int, physical_page: int = 0,
+                  boxes: Sequence[PageBox] = ()) -> pb.ClaimSupport:
+    """A claim's support in one chunk: its span, the page it starts on and the boxes of its lines (the
+    first page is the first box's when not given)."""
+    first = physical_page or (boxes[0].physical_page if boxes else 0)
+    return pb.ClaimSupport(chunk_id=chunk_id, start=start, end=end, physical_page=first,
+                           boxes=[page_box(b) for b in boxes])
+
+
+def table_view(t: TableView) -> pb.TableView:
+    return pb.TableView(chunk_id=t.chunk_id, rows=table_rows(t.rows), image_png=t.image_png,
+                        pages=[source_ref(r) for r in t.pages])
 
 
 def decision(d: Decision) -> pb.Decision:
@@ -66,6 +101,7 @@ def decision(d: Decision) -> pb.Decision:
         reason=int(d.reason),  # type: ignore[arg-type]
         message=d.message,
         pages=[source_ref(r) for r in d.pages],
+        visual_check_chunk_ids=list(d.visual_check_chunk_ids),
     )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rag_server.domain import Chunk, Hit, Manifest
+from rag_server.domain import BOXES_PAYLOAD_KEY, IMAGE_PAYLOAD_KEY, Chunk, Hit, Manifest
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
@@ -25,12 +25,24 @@ class SparseVector:
 
 @dataclass(frozen=True)
 class ChunkFilter:
-    """A payload filter; every set field must match (section_keys: any of)."""
+    """A payload filter; every set field must match (section_keys, drug_ids, chunk_ids: any of).
+
+    What is read back: scrolls and searches leave out a table's image (`Chunk.table_png`) and the page
+    boxes of the text (`Chunk.boxes`) unless `with_images` / `with_boxes` ask for them (a section shown
+    with its tables, the boxes of cited chunks), so a search or a scroll of the corpus moves no image."""
 
     drug_id: str | None = None
     section_keys: tuple[str, ...] | None = None
     chunk_kind: str | None = None
     drug_ids: tuple[str, ...] | None = None
+    chunk_ids: tuple[str, ...] | None = None
+    with_images: bool = False
+    with_boxes: bool = False
+
+    def left_out(self) -> list[str]:
+        """Payload keys not to read back."""
+        asked = ((IMAGE_PAYLOAD_KEY, self.with_images), (BOXES_PAYLOAD_KEY, self.with_boxes))
+        return [key for key, wanted in asked if not wanted]
 
 
 @dataclass(frozen=True)

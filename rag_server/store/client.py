@@ -53,7 +53,15 @@ def client_filter(flt: ChunkFilter) -> models.Filter | None:
         )
     if flt.chunk_kind is not None:
         must.append(models.FieldCondition(key="chunk_kind", match=models.MatchValue(value=flt.chunk_kind)))
+    if flt.chunk_ids is not None:
+        must.append(models.FieldCondition(key="chunk_id", match=models.MatchAny(any=list(flt.chunk_ids))))
     return models.Filter(must=must) if must else None
+
+
+def client_payload(flt: ChunkFilter) -> bool | models.PayloadSelectorExclude:
+    """The payload to read back: all of it but the keys the filter leaves out."""
+    left_out = flt.left_out()
+    return models.PayloadSelectorExclude(exclude=left_out) if left_out else True
 
 
 def _sparse(vector: SparseVector) -> models.SparseVector:
@@ -177,7 +185,7 @@ class QdrantStore:
                     scroll_filter=qfilter,
                     limit=self.page_size,
                     offset=offset,
-                    with_payload=True,
+                    with_payload=client_payload(flt),
                     with_vectors=False,
                 )
                 chunks.extend(Chunk.from_payload(dict(r.payload or {})) for r in records)
@@ -239,7 +247,7 @@ class QdrantStore:
                 self.prefix,
                 query_filter=client_filter(flt),
                 limit=fetch_limit(limit),
-                with_payload=True,
+                with_payload=client_payload(flt),
                 with_vectors=[SPARSE_VECTOR, DENSE_VECTOR] if terms else False,
                 **kwargs,
             )

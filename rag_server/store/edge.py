@@ -58,7 +58,15 @@ def edge_filter(flt: ChunkFilter) -> qe.Filter | None:
         must.append(qe.FieldCondition("section_key", match=qe.MatchAny(list(flt.section_keys))))
     if flt.chunk_kind is not None:
         must.append(qe.FieldCondition("chunk_kind", match=qe.MatchValue(flt.chunk_kind)))
+    if flt.chunk_ids is not None:
+        must.append(qe.FieldCondition("chunk_id", match=qe.MatchAny(list(flt.chunk_ids))))
     return qe.Filter(must=must) if must else None
+
+
+def edge_payload(flt: ChunkFilter) -> bool | qe.PayloadSelector:
+    """The payload to read back: all of it but the keys the filter leaves out."""
+    left_out = flt.left_out()
+    return qe.PayloadSelector.Exclude(left_out) if left_out else True
 
 
 def _vectors(vector: Any) -> tuple[Any, Any]:
@@ -136,7 +144,8 @@ class EdgeStore:
             shard = self._active_shard
             if shard is None:
                 return []
-            return [Chunk.from_payload(p) for p in _scroll_payloads(shard, edge_filter(flt), self.page_size)]
+            payloads = _scroll_payloads(shard, edge_filter(flt), edge_payload(flt), self.page_size)
+            return [Chunk.from_payload(p) for p in payloads]
 
     def count(self, flt: ChunkFilter) -> int:
         with self._lock:
@@ -193,7 +202,7 @@ class EdgeStore:
             query=query,
             prefetches=prefetches,
             filter=edge_filter(flt),
-            with_payload=True,
+            with_payload=edge_payload(flt),
             with_vector=[SPARSE_VECTOR, DENSE_VECTOR] if terms else False,
             params=qe.SearchParams(exact=True) if kind is ScoreKind.DENSE else None,
         )
@@ -302,14 +311,15 @@ class EdgeStore:
                 self._lock_handle = None
 
 
-def _scroll_payloads(shard: qe.EdgeShard, qfilter: qe.Filter | None, page_size: int) -> list[dict[str, Any]]:
+def _scroll_payloads(shard: qe.EdgeShard, qfilter: qe.Filter | None, with_payload: bool | qe.PayloadSelector,
+                     page_size: int) -> list[dict[str, Any]]:
     """Every matching payload: page until the next offset is exhausted (never a top-k)."""
     payloads: list[dict[str, Any]] = []
     offset: Any = None
     while True:
         records, offset = shard.scroll(
             qe.ScrollRequest(
-                offset=offset, limit=page_size, filter=qfilter, with_payload=True, with_vector=False
+                offset=offset, limit=page_size, filter=qfilter, with_payload=with_payload, with_vector=False
             )
         )
         payloads.extend(r.payload or {} for r in records)

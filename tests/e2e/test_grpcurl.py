@@ -77,6 +77,8 @@ def test_describe_evidence(grpcurl: Path, shared_server: Any) -> None:
         "int32 part_index = 6;",
         "repeated .rag.v1.SourceRef source_refs = 10;",
         "bool requires_visual_check = 11;",
+        "repeated .rag.v1.TableRow table_rows = 13;",
+        "repeated .rag.v1.TextSpan visual_spans = 14;",
     ):
         assert field in proc.stdout
 

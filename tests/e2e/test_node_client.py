@@ -109,3 +109,20 @@ def test_an_authenticated_call_with_a_scoped_key(node: str, rag_server_process: 
     code, docs = run_client(node, server.target, "retrieve", "zelvorin", "chong_chi_dinh",
                             env={"RAG_API_KEY": key})
     assert code == 0 and docs[0]["result"]["evidence"]
+
+
+def test_retrieve_shows_a_tables_cells_and_the_spans_of_prose_to_read_on_the_page(
+    node: str, shared_server: Any
+) -> None:
+    """The fields added for tables and formulas reach a client that loads the protos at run time."""
+    code, docs = run_client(node, shared_server.target, "retrieve", "travoxan", "lieu_luong_va_cach_dung")
+    assert code == 0, docs
+    result = docs[0]["result"]
+    assert result["decision"]["kind"] == "DECISION_KIND_VERIFY_PDF"
+    [block] = [e for e in result["evidence"] if e["chunk_kind"] == "CHUNK_KIND_BLOCK"]
+    assert block["table_rows"][0]["cells"] == ["Clcr (ml/phút)", "Liều uống"]
+    assert block["requires_visual_check"] is True
+    [prose] = [e for e in result["evidence"] if e["chunk_kind"] == "CHUNK_KIND_PROSE"]
+    assert prose["requires_visual_check"] is False and prose["visual_spans"]
+    spans = [prose["text"][s["start"]:s["end"]] for s in prose["visual_spans"]]
+    assert any("creatinin huyết thanh" in s for s in spans) and "500 mg mỗi 12 giờ" in prose["text"]

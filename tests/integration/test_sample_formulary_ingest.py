@@ -1,4 +1,5 @@
-"""The FICTIONAL sample formulary PDF -> build_chunks(), checked against the generator's gold file."""
+"""The FICTIONAL sample formulary PDF -> build_chunks(), checked against the generator's gold file and the
+rendered pages (table images, the page boxes of cited text)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 
 from ingest.build import BuildResult, build_chunks
+from ingest.fixtures.sample_content import DRUGS, TableSpec
 from ingest.fixtures.sample_formulary import (
     FOLIO_OFFSET,
     FRONT_PAGES,
@@ -17,10 +20,12 @@ from ingest.fixtures.sample_formulary import (
     render_sample,
     running_at,
 )
-from rag_server.domain import Chunk, ChunkKind
+from ingest.segment import drug_id_for
+from rag_server.domain import Chunk, ChunkKind, PageBox, TextBox, boxes_for
 from rag_server.text import count_tokens
 from rag_server.vocabulary import load_vocabulary
 
+ADULT_DOSE = "Người lớn: Nhiễm khuẩn đường tiết niệu có biến chứng: 500 mg mỗi 12 giờ trong 7 - 10 ngày."
 CHUNK_ID = re.compile(r"^[a-z0-9-]+__[a-z_]+__(\d+|block__t\d+(p\d+)?)$")
 
 
@@ -124,7 +129,8 @@ def test_tables_become_visual_check_blocks(built: BuildResult, sample: tuple[Pat
         assert "đối chiếu" in block.text
         marker = f"[Bảng: xem trang PDF {block.source_refs[0].physical_page}]"
         holders = [c for c in sections[(block.drug_id, block.section_key)] if marker in c.text]
-        assert len(holders) == 1 and holders[0].requires_visual_check
+        assert len(holders) == 1 and not holders[0].requires_visual_check  # the prose is shown
+        assert marker in [holders[0].text[s:e] for s, e in holders[0].visual_spans]  # the marker is not
         assert holders[0].part_index == block.part_index
     travoxan = next(c for c in blocks if c.drug_id == "travoxan")
     assert "Clcr (ml/phút): 30 - 50; Liều uống: 250 mg mỗi 12 giờ" in travoxan.text
@@ -136,13 +142,122 @@ def test_tables_become_visual_check_blocks(built: BuildResult, sample: tuple[Pat
     assert "250 mg sau mỗi lần thẩm phân" not in prose
 
 
-def test_formula_chunk_requires_visual_check(built: BuildResult, sample: tuple[Path, dict]) -> None:
+def test_a_formula_is_a_visual_span_of_prose_that_is_not_flagged(built: BuildResult, sample: tuple[Path, dict]
+                                                                  ) -> None:
+    """The dosing section with a formula and a table: its prose (the adult dose) is shown, only the
+    formula and the table marker are to be read on the page."""
     _, gold = sample
     [(drug, key)] = [(d["drug_id"], f["section_key"]) for d in gold["drugs"] for f in d["formulas"]]
+    assert (drug, key) == ("travoxan", "lieu_luong_va_cach_dung")
     chunk = next(c for c in by_section(built.chunks)[(drug, key)] if "creatinin huyết thanh" in c.text)
-    assert chunk.requires_visual_check
+    assert chunk.chunk_kind == ChunkKind.PROSE and not chunk.requires_visual_check
+    visual = [chunk.text[s:e] for s, e in chunk.visual_spans]
+    formula = next(v for v in visual if "creatinin huyết thanh (mg/dl)" in v)
+    for part in ("Clcr (ml/phút) =", "(140 - tuổi) × cân nặng (kg)", "72 × creatinin huyết thanh (mg/dl)"):
+        assert part in formula
+    outside = "".join(chunk.text[a:b] for a, b in zip([0] + [e for _, e in chunk.visual_spans],
+                                                       [s for s, _ in chunk.visual_spans] + [len(chunk.text)],
+                                                       strict=True))
+    for sentence in (ADULT_DOSE, "Ước tính độ thanh thải creatinin theo công thức Cockcroft - Gault:",
+                     "Ở nữ, nhân kết quả với 0,85.", "Thời gian điều trị không quá 14 ngày."):
+        assert sentence in outside
+    assert "creatinin huyết thanh (mg/dl)" not in outside and "[Bảng:" not in outside
     clean = [c for c in built.chunks if c.drug_id == "zelvorin" and c.section_key == "chi_dinh"]
-    assert clean and not any(c.requires_visual_check for c in clean)
+    assert clean and not any(c.requires_visual_check or c.visual_spans for c in clean)
+    assert not any(c.requires_visual_check for c in built.chunks if c.chunk_kind == ChunkKind.PROSE)
+
+
+def _table_spec(drug_id: str, key: str) -> TableSpec:
+    spec = next(d for d in DRUGS if drug_id_for(d.title) == drug_id)
+    items = next(items for k, items in spec.sections if k == key)
+    return next(item for item in items if isinstance(item, TableSpec))
+
+
+@pytest.mark.parametrize(("drug_id", "key"), [("travoxan", "lieu_luong_va_cach_dung"),
+                                              ("zelvorin", "duoc_dong_hoc")])
+def test_a_table_block_has_the_printed_cells_and_an_image_of_its_page(
+        built: BuildResult, sample: tuple[Path, dict], drug_id: str, key: str) -> None:
+    _, gold = sample
+    [block] = [c for c in by_section(built.chunks)[(drug_id, key)] if c.chunk_kind == ChunkKind.BLOCK]
+    assert block.table_rows == _table_spec(drug_id, key).rows
+    [table] = [t for d in gold["drugs"] if d["drug_id"] == drug_id for t in d["tables"]]
+    assert [r.physical_page for r in block.source_refs] == table["physical_pages"]
+    [box] = block.boxes
+    assert box.physical_page == table["physical_pages"][0]
+    image = pymupdf.Pixmap(block.table_png)  # a PNG PyMuPDF decodes
+    assert len(block.table_png) > 5_000
+    scale = 150 / 72
+    assert image.width == pytest.approx((box.x1 - box.x0 + 8) * scale, abs=3)
+    assert image.height == pytest.approx((box.y1 - box.y0 + 8) * scale, abs=3)
+    with pymupdf.open(sample[0]) as doc:  # the region holds the table's cells, and nothing else
+        page = doc.load_page(box.physical_page - 1)
+        words = page.get_textbox(pymupdf.Rect(box.x0, box.y0, box.x1, box.y1)).split()
+    assert words == " ".join(cell for row in block.table_rows for cell in row).split()
+
+
+def test_every_chunk_has_the_boxes_of_its_lines_on_its_pages(built: BuildResult, sample: tuple[Path, dict]
+                                                            ) -> None:
+    with pymupdf.open(sample[0]) as doc:
+        sizes = {n + 1: doc.load_page(n).rect for n in range(doc.page_count)}
+    for chunk in built.chunks:
+        pos = 0
+        assert chunk.boxes, chunk.chunk_id
+        for box in chunk.boxes:
+            assert box.start >= pos and not chunk.text[pos:box.start].strip(), chunk.chunk_id
+            assert box.end > box.start
+            rect = sizes[box.physical_page]
+            assert 0 <= box.x0 < box.x1 <= rect.width and 0 <= box.y0 < box.y1 <= rect.height, chunk.chunk_id
+            pos = box.end
+        assert not chunk.text[pos:].strip(), chunk.chunk_id
+        assert {b.physical_page for b in chunk.boxes} == {r.physical_page for r in chunk.source_refs}
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _printed_in(page: pymupdf.Page, box: PageBox | TextBox) -> str:
+    """The text printed in the box (its middle band: PyMuPDF's line boxes overlap their neighbours')."""
+    quarter = (box.y1 - box.y0) / 4
+    return page.get_textbox(pymupdf.Rect(box.x0, box.y0 + quarter, box.x1, box.y1 - quarter))
+
+
+def test_each_line_box_holds_the_text_it_gives(built: BuildResult, sample: tuple[Path, dict]) -> None:
+    with pymupdf.open(sample[0]) as doc:
+        for chunk in by_section(built.chunks)[("travoxan", "lieu_luong_va_cach_dung")]:
+            if chunk.chunk_kind != ChunkKind.PROSE:
+                continue
+            for box in chunk.boxes:
+                printed = _printed_in(doc.load_page(box.physical_page - 1), box)
+                if not any(s <= box.start < e for s, e in chunk.visual_spans):
+                    assert _words(printed) == _words(chunk.text[box.start:box.end])
+
+
+@pytest.mark.parametrize("sentence", [ADULT_DOSE, "Thời gian điều trị không quá 14 ngày."])
+def test_boxes_for_a_sentence_hold_its_printed_words(built: BuildResult, sample: tuple[Path, dict],
+                                                      sentence: str) -> None:
+    chunk = next(c for c in by_section(built.chunks)[("travoxan", "lieu_luong_va_cach_dung")]
+                 if sentence in c.text)
+    start = chunk.text.index(sentence)
+    boxes = boxes_for(chunk, start, start + len(sentence))
+    lines = [b for b in chunk.boxes if b.start < start + len(sentence) and b.end > start]
+    assert len(boxes) == len(lines) >= 1
+    assert all(b.printed_page == b.physical_page + FOLIO_OFFSET for b in boxes)
+    with pymupdf.open(sample[0]) as doc:
+        printed = " ".join(_printed_in(doc.load_page(b.physical_page - 1), b) for b in boxes)
+    assert set(_words(sentence)) <= set(_words(printed))
+    assert len(_words(printed)) <= len(_words(sentence)) + 12  # its lines, not the column
+
+
+def test_boxes_for_a_span_across_a_page_break_are_on_both_pages(built: BuildResult) -> None:
+    across = next(c for c in built.chunks if c.chunk_kind == ChunkKind.PROSE and len(c.source_refs) > 1)
+    pages = [r.physical_page for r in across.source_refs]
+    boxes = boxes_for(across, 0, len(across.text))
+    assert sorted({b.physical_page for b in boxes}) == pages
+    last_on_first = max(b.end for b in across.boxes if b.physical_page == pages[0])
+    first_on_next = min(b.start for b in across.boxes if b.physical_page == pages[1])
+    both = boxes_for(across, last_on_first - 3, first_on_next + 3)
+    assert [b.physical_page for b in both] == pages[:2]
 
 
 def test_duoc_dong_hoc_is_split_from_duoc_ly(built: BuildResult) -> None:

@@ -1,4 +1,5 @@
-"""Chunker: 800-token ceiling, paragraph/sentence boundaries, never mid-word, pages and visual flags kept."""
+"""Chunker: 800-token ceiling, paragraph/sentence boundaries, never mid-word, pages, visual spans, page boxes
+and table cells kept."""
 
 from __future__ import annotations
 
@@ -111,12 +112,17 @@ def test_chunk_ids_pages_and_visual_flags() -> None:
         assert all(r.printed_page == r.physical_page + 100 for r in c.source_refs)
     assert prose[0].source_refs[0].physical_page == 5
     with_marker = [c for c in prose if "[Bảng: xem trang PDF 8]" in c.text]
-    assert len(with_marker) == 1 and with_marker[0].requires_visual_check
-    assert not prose[0].requires_visual_check
+    assert len(with_marker) == 1
+    # the marker is a span to read on the page; the prose around it is not flagged
+    marker = with_marker[0]
+    assert not marker.requires_visual_check
+    assert [marker.text[s:e] for s, e in marker.visual_spans] == ["[Bảng: xem trang PDF 8]"]
+    assert not prose[0].requires_visual_check and not prose[0].visual_spans
     assert len(blocks) == 1
     block = blocks[0]
     assert block.chunk_id == "zelvorin__lieu_luong_va_cach_dung__block__t1"
     assert block.table_id == "t1" and block.requires_visual_check
+    assert block.table_rows == [["Clcr (ml/phút)", "Liều"], ["> 50", "500 mg mỗi 12 giờ"]]
     assert block.part_index == with_marker[0].part_index
     assert "đối chiếu" in block.text and "Clcr (ml/phút): > 50; Liều: 500 mg mỗi 12 giờ" in block.text
     assert [(r.physical_page, r.printed_page) for r in block.source_refs] == [(8, 108)]
@@ -147,3 +153,72 @@ def test_oversized_table_is_split_by_rows_under_the_ceiling() -> None:
     for c in blocks:
         assert count_tokens(c.text) <= 120
         assert re.match(r"zelvorin__lieu_luong_va_cach_dung__block__t1(p\d+)?$", c.chunk_id)
+    # every part carries the header row and the cells of the rows its text reads, all rows once
+    assert all(c.table_rows[0] == rows[0] for c in blocks)
+    assert [row for c in blocks for row in c.table_rows[1:]] == rows[1:]
+    for c in blocks:
+        assert all(f"Độ thanh thải creatinin: {r[0]}; Liều dùng: {r[1]}" in c.text for r in c.table_rows[1:])
+
+
+def test_a_formula_is_a_visual_span_and_the_prose_around_it_is_not_flagged() -> None:
+    vocab = load_vocabulary()
+    section = Section("lieu_luong_va_cach_dung", "Liều", 5, pieces=[
+        Piece("Người lớn: 500 mg mỗi 12 giờ.", 5, para_start=True, bbox=(50, 100, 260, 112)),
+        Piece("Clcr =", 5, para_start=True, visual=True, bbox=(50, 120, 80, 132)),
+        Piece("(140 - tuổi) × cân nặng", 5, visual=True, bbox=(85, 114, 200, 126)),
+        Piece("72 × creatinin", 5, visual=True, bbox=(100, 128, 180, 140)),
+        Piece("Ở nữ, nhân với 0,85.", 5, para_start=True, bbox=(50, 146, 150, 158)),
+    ])
+    [chunk] = chunk_section(_monograph([section]), section, vocab, "d", {5: 105}, 800)
+    assert not chunk.requires_visual_check
+    formula = "Clcr = (140 - tuổi) × cân nặng 72 × creatinin"
+    assert [chunk.text[s:e] for s, e in chunk.visual_spans] == [formula]
+    start, end = chunk.visual_spans[0]
+    assert chunk.text[:start] == "Người lớn: 500 mg mỗi 12 giờ.\n"
+    assert chunk.text[end:] == "\nỞ nữ, nhân với 0,85."
+
+
+def test_a_chunk_that_is_all_formula_is_flagged() -> None:
+    vocab = load_vocabulary()
+    section = Section("lieu_luong_va_cach_dung", "Liều", 5, pieces=[
+        Piece("Clcr =", 5, para_start=True, visual=True, bbox=(50, 120, 80, 132)),
+        Piece("(140 - tuổi) × cân nặng", 5, visual=True, bbox=(85, 114, 200, 126)),
+    ])
+    [chunk] = chunk_section(_monograph([section]), section, vocab, "d", {5: 105}, 800)
+    assert chunk.requires_visual_check and chunk.visual_spans == [(0, len(chunk.text))]
+
+
+def test_boxes_give_every_line_its_range_and_page_box_across_chunks_and_pages() -> None:
+    vocab = load_vocabulary()
+    pieces = []
+    for i in range(60):
+        page = 5 if i < 30 else 6
+        y = 60.0 + 13.04 * (i % 30)
+        box = (50.04, y, 280.0, y + 12)
+        pieces.append(Piece(SENTENCE.format(n=i), page, para_start=i % 6 == 0, bbox=box))
+    section = Section("lieu_luong_va_cach_dung", "Liều", 5, pieces=pieces)
+    chunks = chunk_section(_monograph([section]), section, vocab, "d", {5: 105, 6: 106}, 300)
+    assert len(chunks) >= 3
+    seen = []
+    for chunk in chunks:
+        pos = 0
+        for box in chunk.boxes:
+            assert not chunk.text[pos:box.start].strip() and box.start < box.end
+            pos = box.end
+            seen.append((chunk.text[box.start:box.end], box.physical_page, box.x0, box.y0))
+        assert not chunk.text[pos:].strip()
+        assert {b.physical_page for b in chunk.boxes} == {r.physical_page for r in chunk.source_refs}
+    assert [(t, page) for t, page, _, _ in seen] == [(p.text, p.page) for p in pieces]
+    assert seen[1][2:] == (50.0, 73.0)  # points rounded to 0.1
+
+
+def test_a_table_block_carries_its_image_and_the_table_box() -> None:
+    vocab = load_vocabulary()
+    section = Section("duoc_dong_hoc", "Dược động học", 9, pieces=[
+        Piece("[Bảng: xem trang PDF 9]", 9, True, True, "t1", bbox=(50, 474.8, 545, 522)),
+    ], tables=[LiftedTable("t1", 9, [["Dạng", "Đỉnh (giờ)"], ["Viên nén", "6 - 10"]],
+                           bbox=(50, 474.8, 545, 522), png=b"\x89PNG fake")])
+    prose, block = chunk_section(_monograph([section]), section, vocab, "d", {9: 109}, 800)
+    assert prose.requires_visual_check  # nothing but the marker
+    assert block.table_png == b"\x89PNG fake"
+    assert [tuple(b) for b in block.boxes] == [(0, len(block.text), 9, 50.0, 474.8, 545.0, 522.0)]

@@ -150,3 +150,22 @@ def test_large_upper_case_chapter_heading_ends_the_monograph() -> None:
     [mono] = run(p)
     assert texts(mono)["ten_thuong_mai"] == "Zelvocard."
     assert mono.ended_by.startswith("PHỤ LỤC 1")
+
+
+def test_pieces_keep_where_they_are_printed_a_run_in_heading_leaves_its_part_of_the_line() -> None:
+    p = Page()
+    p.add(("KEPTRALON", B), size=13)
+    p.add(("Mã ATC", B), (": Z99AF05.", R))
+    p.add(("Loai thuốc:", R), (" Chống co giật. ", R), ("Dạng thuốc và hàm lượng", B),
+          (" Viên nén 200 mg.", R))
+    p.add(("Chỉ định", B), gap=5)
+    p.add(("Động kinh cục bộ.", R))
+    [mono] = run(p)
+    line = p.lines[2]
+    before, heading, after = line.spans[1], line.spans[2], line.spans[3]
+    [value] = mono.section("loai_thuoc").pieces  # type: ignore[union-attr]
+    [dosage] = mono.section("dang_thuoc_va_ham_luong").pieces  # type: ignore[union-attr]
+    assert value.bbox[0] == before.bbox[0] and value.bbox[2] == before.bbox[2]  # the part before the heading
+    assert dosage.bbox[0] == after.bbox[0] > heading.bbox[2] - 1  # the part after it
+    [whole] = mono.section("chi_dinh").pieces  # type: ignore[union-attr]
+    assert whole.bbox == p.lines[4].bbox and whole.page == 3

@@ -1,6 +1,7 @@
 """The two Store adapters — embedded qdrant-edge-py and qdrant-client (local mode standing in for a
 server) — loaded with the same fictional chunks must answer scroll / count / sparse / dense / hybrid
-queries with the same ids in the same order (scores equal within float32 tolerance).
+queries with the same ids in the same order (scores equal within float32 tolerance), and give back every
+payload field: table cells, visual spans, and — only when asked — table images and page boxes.
 
 Legitimate difference, documented: points with EXACTLY equal scores may be cut at a limit boundary
 differently by the two engines; the fixture texts avoid such ties and the adapters order equal scores
@@ -10,14 +11,16 @@ by chunk_id.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fictional_chunks import fictional_chunks, point_data
 from qdrant_client import QdrantClient
 
-from rag_server.domain import Chunk, Manifest
+from rag_server.domain import Chunk, ChunkKind, Manifest, TextBox
 from rag_server.store.base import ChunkFilter, Store
 from rag_server.store.client import QdrantStore
 from rag_server.store.edge import EdgeStore
@@ -52,9 +55,30 @@ def load(store: Store, generation: str, chunks: list[Chunk], batch: int = 100) -
     store.switch(generation, manifest_for(generation, chunks))
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4  # any bytes (not UTF-8) come back as they went in
+
+
+def with_page_fields(chunk: Chunk) -> Chunk:
+    """The chunk with what ingestion adds: a box per line, a visual span, a table's cells and image."""
+    page = chunk.source_refs[0].physical_page
+    half = len(chunk.text) // 2
+    boxes = [TextBox(0, half, page, 50.0, 100.2, 290.5, 112.9), TextBox(half + 1, len(chunk.text), page,
+                                                                       50.0, 113.1, 180.4, 125.8)]
+    if chunk.chunk_kind is ChunkKind.BLOCK:
+        rows = [["Cân nặng", "Liều"], ["< 40 kg", "2,5 mg/kg"], [chunk.drug_name, ""]]
+        return replace(chunk, table_rows=rows, table_png=PNG + chunk.drug_id.encode(), boxes=boxes[:1])
+    spans = [(0, 5)] if chunk.part_index == 1 else []
+    return replace(chunk, boxes=boxes, visual_spans=spans)
+
+
+def light(chunk: Chunk) -> Chunk:
+    """What a search or a plain scroll gives back: everything but the image and the boxes."""
+    return replace(chunk, table_png=b"", boxes=[])
+
+
 @pytest.fixture(scope="module")
 def chunks() -> list[Chunk]:
-    return fictional_chunks(long_section_parts=LONG)
+    return [with_page_fields(c) for c in fictional_chunks(long_section_parts=LONG)]
 
 
 @pytest.fixture(scope="module")
@@ -208,9 +232,100 @@ def test_hybrid_fuses_both_lists(pair: tuple[Store, Store]) -> None:
 def test_search_results_round_trip_the_payload(pair: tuple[Store, Store], chunks: list[Chunk]) -> None:
     by_id = {c.chunk_id: c for c in chunks}
     for store in pair:
-        for hit in store.search_sparse(query_vector("bảng liều"), ChunkFilter(chunk_kind="block"), 5):
-            assert hit.chunk == by_id[hit.chunk.chunk_id]
-            assert hit.chunk.requires_visual_check
+        hits = store.search_sparse(query_vector("bảng liều"), ChunkFilter(chunk_kind="block"), 5)
+        assert hits
+        for hit in hits:
+            assert hit.chunk == light(by_id[hit.chunk.chunk_id])  # the cells, never the image
+            assert hit.chunk.requires_visual_check and hit.chunk.table_rows
+        flt = ChunkFilter(chunk_kind="block", with_images=True, with_boxes=True)
+        for hit in store.search_sparse(query_vector("bảng liều"), flt, 5):
+            assert hit.chunk == by_id[hit.chunk.chunk_id]  # asked for: the whole payload
+
+
+@pytest.mark.parametrize("search", ["sparse", "dense", "hybrid"])
+def test_searches_carry_no_image_and_no_boxes_unless_asked(pair: tuple[Store, Store], chunks: list[Chunk],
+                                                           search: str) -> None:
+    from fictional_chunks import fake_dense
+
+    by_id = {c.chunk_id: c for c in chunks}
+    text = "bảng liều cân nặng"
+    dense, sparse = fake_dense(text, DIMS), query_vector(text)
+
+    def run(store: Store, flt: ChunkFilter) -> list[Chunk]:
+        if search == "sparse":
+            return [h.chunk for h in store.search_sparse(sparse, flt, 20)]
+        if search == "dense":
+            return [h.chunk for h in store.search_dense(dense, flt, 20)]
+        return [h.chunk for h in store.search_hybrid(dense, sparse, flt, 20)]
+
+    for store in pair:
+        plain = run(store, ChunkFilter())
+        assert any(c.chunk_kind is ChunkKind.BLOCK for c in plain)
+        assert all(not c.table_png and not c.boxes for c in plain)
+        assert all(c.table_rows == by_id[c.chunk_id].table_rows for c in plain)
+        assert all(c.visual_spans == by_id[c.chunk_id].visual_spans for c in plain)
+        boxed = run(store, ChunkFilter(with_boxes=True))
+        assert all(c.boxes == by_id[c.chunk_id].boxes and not c.table_png for c in boxed)
+        full = run(store, ChunkFilter(with_images=True, with_boxes=True))
+        assert all(_same(c, by_id[c.chunk_id]) for c in full)
+        assert {c.chunk_id for c in full} == {c.chunk_id for c in plain}  # what is read, not what is found
+
+
+def _same(got: Chunk, want: Chunk) -> bool:
+    return replace(got, terms=None, dense=None) == want
+
+
+@pytest.mark.parametrize("flt", FILTERS, ids=str)
+def test_scrolls_give_back_every_field_images_and_boxes_only_when_asked(
+    pair: tuple[Store, Store], chunks: list[Chunk], flt: ChunkFilter
+) -> None:
+    by_id = {c.chunk_id: c for c in chunks}
+    for store in pair:
+        assert all(c == light(by_id[c.chunk_id]) for c in store.scroll(flt))
+        full = store.scroll(replace(flt, with_images=True, with_boxes=True))
+        assert all(c == by_id[c.chunk_id] for c in full) and len(full) == store.count(flt)
+        images = store.scroll(replace(flt, with_images=True))
+        assert all(c == replace(by_id[c.chunk_id], boxes=[]) for c in images)
+    blocks = [c for c in chunks if c.chunk_kind is ChunkKind.BLOCK]
+    assert blocks and all(c.table_png.startswith(PNG) and c.table_rows for c in blocks)
+
+
+def test_chunk_ids_select_the_chunks_asked_for(pair: tuple[Store, Store], chunks: list[Chunk]) -> None:
+    wanted = ("quofenol__than_trong__1", "zentravir__lieu_luong_va_cach_dung__block__t1", "no-such-chunk")
+    for store in pair:
+        got = store.scroll(ChunkFilter(chunk_ids=wanted, with_boxes=True))
+        assert sorted(c.chunk_id for c in got) == sorted(wanted[:2])
+        assert all(c.boxes for c in got)
+        assert store.count(ChunkFilter(chunk_ids=wanted)) == 2
+
+
+def test_payloads_written_before_the_new_fields_still_load(tmp_path: Path, chunks: list[Chunk]) -> None:
+    """A generation loaded by an older release (no visual_spans, table_rows, table_png, boxes keys) is
+    read with those fields empty, on both adapters."""
+    old = [_OldChunk(**{f: getattr(c, f) for f in Chunk.__dataclass_fields__}) for c in chunks[:12]]
+    edge = EdgeStore(tmp_path / "edge", page_size=PAGE)
+    client = QdrantStore(QdrantClient(location=":memory:"), "formulary", local=True, page_size=PAGE)
+    try:
+        for store in (edge, client):
+            load(store, "g1", list(old))
+            got = store.scroll(ChunkFilter(with_images=True, with_boxes=True))
+            assert sorted(c.chunk_id for c in got) == sorted(c.chunk_id for c in old)
+            for chunk in got:
+                assert not chunk.visual_spans and not chunk.table_rows and not chunk.table_png
+                assert not chunk.boxes and chunk.text and chunk.source_refs
+    finally:
+        edge.close()
+        client.close()
+
+
+class _OldChunk(Chunk):
+    """A chunk whose payload is the one written before the page fields existed."""
+
+    def to_payload(self) -> dict[str, Any]:
+        payload = super().to_payload()
+        for key in ("visual_spans", "table_rows", "table_png", "boxes"):
+            del payload[key]
+        return payload
 
 
 @pytest.mark.parametrize(("text", "flt"), QUERIES[:2], ids=[q for q, _ in QUERIES[:2]])

@@ -337,6 +337,133 @@ class SourceRef(_message.Message):
 Global___SourceRef: _TypeAlias = SourceRef  # noqa: Y015
 
 @_typing.final
+class PageBox(_message.Message):
+    """A box on a printed page, in PDF points with the origin at the top left of the page (as PyMuPDF and most
+    PDF viewers' page coordinates give it; x grows to the right, y downwards). A client draws it over the
+    page to show where a cited text or a table is printed.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PHYSICAL_PAGE_FIELD_NUMBER: _builtins.int
+    PRINTED_PAGE_FIELD_NUMBER: _builtins.int
+    X0_FIELD_NUMBER: _builtins.int
+    Y0_FIELD_NUMBER: _builtins.int
+    X1_FIELD_NUMBER: _builtins.int
+    Y1_FIELD_NUMBER: _builtins.int
+    physical_page: _builtins.int
+    """1-based page index inside the PDF file."""
+    printed_page: _builtins.int
+    """Folio printed on the page; 0 = unknown."""
+    x0: _builtins.float
+    y0: _builtins.float
+    x1: _builtins.float
+    y1: _builtins.float
+    def __init__(
+        self,
+        *,
+        physical_page: _builtins.int = ...,
+        printed_page: _builtins.int = ...,
+        x0: _builtins.float = ...,
+        y0: _builtins.float = ...,
+        x1: _builtins.float = ...,
+        y1: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["physical_page", b"physical_page", "printed_page", b"printed_page", "x0", b"x0", "x1", b"x1", "y0", b"y0", "y1", b"y1"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PageBox: _TypeAlias = PageBox  # noqa: Y015
+
+@_typing.final
+class TextSpan(_message.Message):
+    """A range [start, end) of a chunk's text, in Unicode code points of Evidence.text."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    start: _builtins.int
+    end: _builtins.int
+    def __init__(
+        self,
+        *,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TextSpan: _TypeAlias = TextSpan  # noqa: Y015
+
+@_typing.final
+class TableRow(_message.Message):
+    """One row of a lifted table: its cells as printed (white space normalised), left to right; empty cells
+    are empty strings.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CELLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def cells(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        cells: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cells", b"cells"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TableRow: _TypeAlias = TableRow  # noqa: Y015
+
+@_typing.final
+class TableView(_message.Message):
+    """A table as printed, to be shown as it is and checked on the page (never paraphrased)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CHUNK_ID_FIELD_NUMBER: _builtins.int
+    ROWS_FIELD_NUMBER: _builtins.int
+    IMAGE_PNG_FIELD_NUMBER: _builtins.int
+    PAGES_FIELD_NUMBER: _builtins.int
+    chunk_id: _builtins.str
+    """The block chunk of the table ("{drug_id}__{section_key}__block__{table_id}")."""
+    image_png: _builtins.bytes
+    """The table region cut from the printed page (PNG, about 150 dpi); empty when not available."""
+    @_builtins.property
+    def rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___TableRow]:
+        """Its cells, header row first."""
+
+    @_builtins.property
+    def pages(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceRef]:
+        """The page(s) it is printed on."""
+
+    def __init__(
+        self,
+        *,
+        chunk_id: _builtins.str = ...,
+        rows: _abc.Iterable[Global___TableRow] | None = ...,
+        image_png: _builtins.bytes = ...,
+        pages: _abc.Iterable[Global___SourceRef] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "image_png", b"image_png", "pages", b"pages", "rows", b"rows"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TableView: _TypeAlias = TableView  # noqa: Y015
+
+@_typing.final
 class Evidence(_message.Message):
     """One retrieved chunk of the formulary."""
 
@@ -354,6 +481,8 @@ class Evidence(_message.Message):
     SOURCE_REFS_FIELD_NUMBER: _builtins.int
     REQUIRES_VISUAL_CHECK_FIELD_NUMBER: _builtins.int
     CHUNK_KIND_FIELD_NUMBER: _builtins.int
+    TABLE_ROWS_FIELD_NUMBER: _builtins.int
+    VISUAL_SPANS_FIELD_NUMBER: _builtins.int
     chunk_id: _builtins.str
     """"{drug_id}__{section_key}__{part_index}" or "{drug_id}__{section_key}__block__{table_id}"."""
     drug_id: _builtins.str
@@ -365,10 +494,22 @@ class Evidence(_message.Message):
     score: _builtins.float
     score_kind: Global___ScoreKind.ValueType
     requires_visual_check: _builtins.bool
-    """True when the text cannot be trusted (tables, 2-D formulas): read the PDF page instead."""
+    """True when the whole text cannot be trusted (a table block, or prose that is entirely a 2-D formula):
+    read the PDF page instead. Prose holding only some such text is not flagged: see visual_spans.
+    """
     chunk_kind: Global___ChunkKind.ValueType
     @_builtins.property
     def source_refs(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceRef]: ...
+    @_builtins.property
+    def table_rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___TableRow]:
+        """A table block: its cells as lifted from the page, header row first (empty for prose)."""
+
+    @_builtins.property
+    def visual_spans(self) -> _containers.RepeatedCompositeFieldContainer[Global___TextSpan]:
+        """The parts of the text that must be read on the page (a 2-D formula, the marker standing where a table
+        was lifted out), in text order; the rest of the text is plain prose.
+        """
+
     def __init__(
         self,
         *,
@@ -384,10 +525,12 @@ class Evidence(_message.Message):
         source_refs: _abc.Iterable[Global___SourceRef] | None = ...,
         requires_visual_check: _builtins.bool = ...,
         chunk_kind: Global___ChunkKind.ValueType = ...,
+        table_rows: _abc.Iterable[Global___TableRow] | None = ...,
+        visual_spans: _abc.Iterable[Global___TextSpan] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "chunk_kind", b"chunk_kind", "drug_id", b"drug_id", "drug_name", b"drug_name", "part_index", b"part_index", "requires_visual_check", b"requires_visual_check", "score", b"score", "score_kind", b"score_kind", "section_key", b"section_key", "section_title", b"section_title", "source_refs", b"source_refs", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "chunk_kind", b"chunk_kind", "drug_id", b"drug_id", "drug_name", b"drug_name", "part_index", b"part_index", "requires_visual_check", b"requires_visual_check", "score", b"score", "score_kind", b"score_kind", "section_key", b"section_key", "section_title", b"section_title", "source_refs", b"source_refs", "table_rows", b"table_rows", "text", b"text", "visual_spans", b"visual_spans"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -403,6 +546,7 @@ class Decision(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     PAGES_FIELD_NUMBER: _builtins.int
+    VISUAL_CHECK_CHUNK_IDS_FIELD_NUMBER: _builtins.int
     kind: Global___DecisionKind.ValueType
     reason: Global___DecisionReason.ValueType
     message: _builtins.str
@@ -411,6 +555,12 @@ class Decision(_message.Message):
     def pages(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceRef]:
         """For VERIFY_PDF: the pages to read."""
 
+    @_builtins.property
+    def visual_check_chunk_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """For VERIFY_PDF: the only chunks that need the visual check (tables, wholly visual prose); the prose of
+        the answer does not. Empty from a server that does not set it: then every cited chunk may need it.
+        """
+
     def __init__(
         self,
         *,
@@ -418,10 +568,11 @@ class Decision(_message.Message):
         reason: Global___DecisionReason.ValueType = ...,
         message: _builtins.str = ...,
         pages: _abc.Iterable[Global___SourceRef] | None = ...,
+        visual_check_chunk_ids: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "message", b"message", "pages", b"pages", "reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "message", b"message", "pages", b"pages", "reason", b"reason", "visual_check_chunk_ids", b"visual_check_chunk_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -636,19 +787,31 @@ class ClaimSupport(_message.Message):
     CHUNK_ID_FIELD_NUMBER: _builtins.int
     START_FIELD_NUMBER: _builtins.int
     END_FIELD_NUMBER: _builtins.int
+    PHYSICAL_PAGE_FIELD_NUMBER: _builtins.int
+    BOXES_FIELD_NUMBER: _builtins.int
     chunk_id: _builtins.str
     start: _builtins.int
     end: _builtins.int
+    physical_page: _builtins.int
+    """The page the span starts on (1-based, inside the PDF file); 0 when not known."""
+    @_builtins.property
+    def boxes(self) -> _containers.RepeatedCompositeFieldContainer[Global___PageBox]:
+        """Where the span is printed: the box of each printed line it touches, in text order (on two pages when
+        it runs across a page break). Empty when not known.
+        """
+
     def __init__(
         self,
         *,
         chunk_id: _builtins.str = ...,
         start: _builtins.int = ...,
         end: _builtins.int = ...,
+        physical_page: _builtins.int = ...,
+        boxes: _abc.Iterable[Global___PageBox] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_id", b"chunk_id", "end", b"end", "start", b"start"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["boxes", b"boxes", "chunk_id", b"chunk_id", "end", b"end", "physical_page", b"physical_page", "start", b"start"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -698,6 +861,7 @@ class AnswerBlock(_message.Message):
     REQUIRES_VISUAL_CHECK_FIELD_NUMBER: _builtins.int
     PAGES_FIELD_NUMBER: _builtins.int
     NOTE_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
     title: _builtins.str
     section_key: _builtins.str
     drug_id: _builtins.str
@@ -711,6 +875,12 @@ class AnswerBlock(_message.Message):
     def claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___Claim]: ...
     @_builtins.property
     def pages(self) -> _containers.RepeatedCompositeFieldContainer[Global___SourceRef]: ...
+    @_builtins.property
+    def table(self) -> Global___TableView:
+        """A table shown as its own block (requires_visual_check): its cells, the image of the printed table and
+        its pages. Unset for other blocks.
+        """
+
     def __init__(
         self,
         *,
@@ -721,10 +891,11 @@ class AnswerBlock(_message.Message):
         requires_visual_check: _builtins.bool = ...,
         pages: _abc.Iterable[Global___SourceRef] | None = ...,
         note: _builtins.str = ...,
+        table: Global___TableView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["table", b"table"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims", b"claims", "drug_id", b"drug_id", "note", b"note", "pages", b"pages", "requires_visual_check", b"requires_visual_check", "section_key", b"section_key", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claims", b"claims", "drug_id", b"drug_id", "note", b"note", "pages", b"pages", "requires_visual_check", b"requires_visual_check", "section_key", b"section_key", "table", b"table", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
