@@ -1,13 +1,17 @@
-"""The application container: settings plus the parts every servicer shares, built once at start.
+"""The application: settings plus the parts every servicer shares, composed once at start.
 
-Lifetimes: the Language (vocabularies) and providers live as long as the process; the Retriever lives as
-long as its served generation: built at start, rebuilt and swapped in one assignment when an ingest
-switches generations (`refresh`), and checked against the store's generation on every use.
+Lifetimes: the Language (vocabularies) and the providers live as long as the process; the Corpus lives as
+long as its served generation (retrieval/corpus.py). The one place a Corpus is swapped is `CorpusHolder`:
+built off the event loop at start, rebuilt and swapped in one assignment when an ingest switches generations
+(`refresh`), and, for a store another process may switch (a Qdrant server shared by replicas), by a
+background watch of the served generation. An RPC reads `app.corpus` (an attribute, no I/O): the watch is
+never an RPC's cost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,18 +19,58 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rag_server.config import Settings
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.policy import EvidencePolicy
-from rag_server.retrieval.retriever import Retriever
 from rag_server.vocabulary.language import Language, load_language
 from rag_server.vocabulary.sections import Vocabulary
 
 if TYPE_CHECKING:
     from rag_server.answer.factory import AnswerParts
     from rag_server.persistence.recorder import TraceRecorder
-    from rag_server.providers.base import Embedder, Reranker
+    from rag_server.providers.base import Embedder
+    from rag_server.providers.rerank.guarded import Ranker
     from rag_server.store.base import Store
 
 log = logging.getLogger("rag_server")
+
+
+class CorpusHolder:
+    """The served Corpus, swapped in one assignment (calls already running keep the one they started with)."""
+
+    def __init__(self, store: Store, language: Language, policy: EvidencePolicy) -> None:
+        self.store = store
+        self.language = language
+        self.policy = policy
+        self._lock = threading.Lock()
+        self.current = Corpus(store, language, policy)  # nothing served until the first refresh
+
+    def served_generation(self) -> str:
+        """Blocking (a store call)."""
+        manifest = self.store.manifest()
+        return manifest.generation if manifest is not None else ""
+
+    def refresh(self) -> Corpus:
+        """Build the Corpus of the generation the store serves now, when that changed (blocking)."""
+        with self._lock:
+            served = self.served_generation()
+            current = self.current
+            if current.manifest is not None and current.generation == served:
+                return current
+            built = Corpus.build(self.store, self.language, self.policy)
+            self.current = built
+            log.info("serving generation %s", built.generation or "(none)")
+            return built
+
+    async def watch(self, interval_s: float, executor: ThreadPoolExecutor | None) -> None:
+        """Until cancelled: every interval, the served generation checked on the worker pool and its Corpus
+        built there when another process switched it."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await loop.run_in_executor(executor, self.refresh)
+            except Exception:  # a store that cannot be read now is read again at the next interval
+                log.warning("generation watch: the store could not be read", exc_info=True)
 
 
 @dataclass
@@ -35,20 +79,30 @@ class App:
     language: Language = field(default_factory=load_language)
     store: Store | None = None
     embedder: Embedder | None = None
-    reranker: Reranker | None = None
+    reranker: Ranker | None = None
     traces: TraceRecorder | None = None  # set when RAG_DATABASE_URL is set and the database answered
     executor: ThreadPoolExecutor | None = None  # the worker pool of blocking call work (RAG_MAX_WORKERS)
     answers: AnswerParts | None = None  # understander, generator, judge, memory of AnswerService/Ask
-    _retriever: Retriever | None = field(default=None, repr=False)
-    _building: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    holder: CorpusHolder | None = None
+    _watch: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
     def vocabulary(self) -> Vocabulary:
         return self.language.vocabulary
 
+    @property
+    def corpus(self) -> Corpus:
+        """The Corpus served now (no I/O)."""
+        assert self.holder is not None, "the app was not started"
+        return self.holder.current
+
+    @property
+    def providers(self) -> Providers:
+        return Providers(self.embedder, self.reranker)
+
     async def start(self) -> None:
         """Open the store and providers (refusing a store built with another embedding model), then build
-        the Retriever of the served generation before the first request."""
+        the Corpus of the served generation before the first request, and watch the generation."""
         from rag_server.extras import check_extras
 
         check_extras(self.settings)  # one line naming a missing provider extra, before anything opens
@@ -57,7 +111,8 @@ class App:
             self.executor = ThreadPoolExecutor(self.settings.max_workers, thread_name_prefix="rag-work")
         from rag_server.startup import open_corpus
 
-        await open_corpus(self)  # embedder + store, model/dims check, sample load into an empty store
+        # embedder + store, model/dims check, sample load into an empty store
+        self.embedder, self.store = await open_corpus(self.settings, self.embedder, self.store)
         if self.reranker is None:
             from rag_server.providers.rerank import build_reranker
 
@@ -68,42 +123,26 @@ class App:
             from rag_server.persistence.recorder import open_recorder
 
             # Fail-open: an unreachable database logs a warning and leaves self.traces None.
-            self.traces = await open_recorder(dsn, generation=self.served_generation)
+            self.traces = await open_recorder(dsn, generation=lambda: self.corpus.generation)
         if self.answers is None:
             from rag_server.answer.factory import build_answer_parts
 
             self.answers = build_answer_parts(self.settings, self.language, self.traces)
+        assert self.store is not None
+        self.holder = CorpusHolder(self.store, self.language, EvidencePolicy.from_settings(self.settings))
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self.executor, self.refresh)
+        await loop.run_in_executor(self.executor, self.holder.refresh)
+        if self.settings.generation_watch_s > 0:
+            self._watch = asyncio.create_task(
+                self.holder.watch(self.settings.generation_watch_s, self.executor)
+            )
         # Models the first requests would otherwise load, in the background (serving starts now).
         loop.run_in_executor(self.executor, self._warm)
 
-    def retriever(self) -> Retriever:
-        """The Retriever of the generation the store serves now (rebuilt only when that changed)."""
-        current = self._retriever
-        served = self.served_generation()
-        if current is not None and current.generation == served and current.store is self.store:
-            return current
-        return self.refresh()
-
-    def refresh(self) -> Retriever:
-        """Build the Retriever of the served generation and swap it in (one assignment: calls already
-        running keep the one they started with)."""
-        assert self.store is not None, "the store is not open"
-        with self._building:
-            current = self._retriever
-            if current is not None and current.generation == self.served_generation():
-                return current
-            built = Retriever.build(
-                self.store,
-                self.language,
-                EvidencePolicy.from_settings(self.settings),
-                self.embedder,
-                self.reranker,
-            )
-            self._retriever = built
-            log.info("serving generation %s", built.generation or "(none)")
-            return built
+    def refresh(self) -> Corpus:
+        """Build and serve the Corpus of the store's generation now (blocking: after an ingest switched)."""
+        assert self.holder is not None, "the app was not started"
+        return self.holder.refresh()
 
     def _warm(self) -> None:
         """The word segmenter and the embedding model (a cold free-form request once tripped the reranker
@@ -117,11 +156,12 @@ class App:
         except Exception:  # a failing provider shows up on the first real request instead
             log.exception("warm-up failed")
 
-    def served_generation(self) -> str:
-        manifest = self.store.manifest() if self.store is not None else None
-        return manifest.generation if manifest is not None else ""
-
     async def close(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+            self._watch = None
         if self.traces is not None:
             await self.traces.close()  # drains the pending trace inserts first
             self.traces = None

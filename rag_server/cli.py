@@ -28,7 +28,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from rag_server.extras import MissingExtra, check_extras
-    from rag_server.startup import StartupError
+    from rag_server.lifecycle import StartupError
     from rag_server.store.common import StoreError
 
     settings = _settings(args)

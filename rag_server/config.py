@@ -130,6 +130,11 @@ class Settings(BaseSettings):
         "(understanding and cached sections only; anything touching the store or a provider moves to the "
         "worker pool); longer ones go straight to the pool (0: always the pool)."
     )
+    generation_watch_s: float = Field(
+        2.0, ge=0, le=3600, description="How often a background task checks the store's served generation "
+        "and, when another process switched it, builds its corpus on the worker pool (0: only after an "
+        "ingest of this server); never an RPC's cost."
+    )
     max_context_tokens: int = Field(6000, ge=100, le=200000, description="Token budget of packed evidence.")
     indication_candidate_limit: int = Field(
         8, ge=1, le=100, description="Drugs returned by LookupIndication."

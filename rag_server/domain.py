@@ -90,6 +90,7 @@ class Reason(IntEnum):
     SMALLTALK = 25
     EMERGENCY = 26
     HARMFUL_REQUEST = 27
+    EFFECT_NOT_LISTED = 28
 
 
 @dataclass(frozen=True)

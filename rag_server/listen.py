@@ -14,7 +14,7 @@ import errno
 import os
 import socket
 
-from rag_server.startup import StartupError
+from rag_server.lifecycle import StartupError
 
 
 class ListenError(StartupError):

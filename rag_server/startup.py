@@ -1,5 +1,6 @@
 """Server start: open the embedder and the store, refuse a corpus built with another embedding model,
-and load the fictional sample formulary into an empty store when settings.load_sample_on_start is set."""
+and load the fictional sample formulary into an empty store when settings.load_sample_on_start is set.
+App.start calls `open_corpus` with what it already has and keeps what it returns."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_server.config import Settings
 from rag_server.domain import Manifest
+from rag_server.lifecycle import StartupError
 
 if TYPE_CHECKING:
-    from rag_server.app import App
     from rag_server.providers.base import Embedder
+    from rag_server.store.base import Store
 
 log = logging.getLogger("rag_server.startup")
 
@@ -22,8 +25,7 @@ SAMPLE_FILENAME = "sample-formulary.pdf"
 SAMPLE_PDF = Path(__file__).resolve().parent / "sample" / SAMPLE_FILENAME  # package data (FICTIONAL)
 
 
-class StartupError(RuntimeError):
-    """The server must not start (e.g. the served corpus does not match the configured embedder)."""
+__all__ = ["SAMPLE_FILENAME", "SAMPLE_PDF", "StartupError", "check_compatible", "open_corpus", "sample_pdf"]
 
 
 def check_compatible(manifest: Manifest | None, embedder: Embedder) -> None:
@@ -51,33 +53,34 @@ def sample_pdf(data_dir: Path) -> Path:
     return target
 
 
-def _load_sample(app: App) -> None:
+def _load_sample(settings: Settings, store: Store, embedder: Embedder) -> None:
     from ingest.pipeline import run_ingest
 
-    assert app.store is not None and app.embedder is not None
-    pdf = sample_pdf(app.settings.data_dir)
-    outcome = run_ingest(pdf, app.settings, store=app.store, embedder=app.embedder, resume=True)
+    pdf = sample_pdf(settings.data_dir)
+    outcome = run_ingest(pdf, settings, store=store, embedder=embedder, resume=True)
     log.info("loaded the fictional sample formulary: %s", outcome.message)
 
 
-async def open_corpus(app: App) -> None:
-    """Called by App.start: embedder + store, the model check, then the sample load when empty."""
+async def open_corpus(
+    settings: Settings, embedder: Embedder | None, store: Store | None
+) -> tuple[Embedder, Store]:
+    """The embedder and the store (opened when not given), the model check (the store is closed and
+    StartupError raised on a mismatch), then the sample load into an empty store."""
     from rag_server.providers.factory import build_embedder
     from rag_server.store.factory import open_store
 
-    settings = app.settings
-    if app.embedder is None:
-        app.embedder = build_embedder(settings)
-    if app.store is None:
-        app.store = await asyncio.to_thread(open_store, settings)
+    if embedder is None:
+        embedder = build_embedder(settings)
+    if store is None:
+        store = await asyncio.to_thread(open_store, settings)
     try:
-        check_compatible(app.store.manifest(), app.embedder)
+        check_compatible(store.manifest(), embedder)
     except StartupError:
-        app.store.close()
-        app.store = None
+        store.close()
         raise
-    if app.store.manifest() is None and settings.load_sample_on_start:
+    if store.manifest() is None and settings.load_sample_on_start:
         try:
-            await asyncio.to_thread(_load_sample, app)
+            await asyncio.to_thread(_load_sample, settings, store, embedder)
         except Exception:  # an empty store still serves (retrieval answers CORPUS_NOT_LOADED)
             log.exception("loading the fictional sample formulary failed; the store stays empty")
+    return embedder, store

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from rag_server.answer.model import Draft, EvidenceBlock, Plan, Support
 from rag_server.answer.segments import Segment, segments
-from rag_server.domain import Chunk, ChunkKind
+from rag_server.domain import Chunk, ChunkKind, in_visual_span
 
 WHOLE_PLANS = frozenset({Plan.WHOLE_SECTION, Plan.OVERVIEW, Plan.URGENT})
 
@@ -34,6 +34,7 @@ class Judgement:
 
 class Judge(Protocol):
     name: str
+    blocking: bool  # calls a network provider: scheduled on the worker pool, never inline
 
     def judge(self, draft: Draft, evidence: Sequence[EvidenceBlock], plan: Plan, question: str) -> Judgement:
         """Raises ProviderError (provider failure) / MalformedOutput (unusable answer): LLM judges."""
@@ -89,10 +90,12 @@ def locate(claim: str, chunk: Chunk) -> Support:
 
 class OfflineJudge:
     name = "offline"
+    blocking = False
 
     def judge(self, draft: Draft, evidence: Sequence[EvidenceBlock], plan: Plan, question: str) -> Judgement:
         unsupported = tuple(
-            i for i, claim in enumerate(draft.claims)
+            i
+            for i, claim in enumerate(draft.claims)
             if not any(find_in(claim.text, evidence[s - 1].chunk.text) for s in claim.sources)
         )
         missing: list[int] = []
@@ -101,7 +104,10 @@ class OfflineJudge:
                 if block.chunk.chunk_kind is not ChunkKind.PROSE or block.chunk.requires_visual_check:
                     continue
                 said = " \n ".join(normalised(c.text)[0] for c in draft.claims if block.number in c.sources)
-                if any(normalised(s.text)[0] not in said for s in segments(block.chunk.text)):
+                shown = [
+                    s for s in segments(block.chunk.text) if not in_visual_span(block.chunk, s.start, s.end)
+                ]
+                if any(normalised(s.text)[0] not in said for s in shown):
                     missing.append(block.number)
         complete = not missing and bool(draft.claims)
         return Judgement(unsupported, complete, tuple(missing))

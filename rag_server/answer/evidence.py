@@ -1,14 +1,26 @@
-"""From a frame to the evidence an answer may use: the route's retrieval, numbered evidence blocks, the
-presentation plan, and the notices the service writes itself (VERIFY_PDF pages, facets with nothing
-found). Blocking (store work): the pipeline runs it on the worker pool."""
+"""From a reading to the evidence an answer may use: the route's retrieval (retrieval.routes, the same as
+Retrieve's), numbered evidence blocks, the presentation plan, and the notices the service writes itself.
+
+Notices are never claims. Said FIRST, before the section they are about:
+* a group the question names (a child, an elderly or renal patient ...) that the cited section says nothing
+  for ("the book's gaps said aloud"), naming the group;
+* a patient whose age or weight lies outside the bounds the section gives ("từ 6 tuổi" for a 4-year-old);
+* "does X cause Y" when X's effect sections do not name Y ("không có nghĩa là không xảy ra").
+Said AFTER: each patient fact with nothing found ("không có nghĩa là an toàn"), and each table or 2-D
+formula that must be read on its page.
+Blocking (store work): the pipeline schedules it (api/work.py).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from rag_server.answer.bounds import AGE, WEIGHT, Bound, bounds_in, outside
 from rag_server.answer.model import Block, EvidenceBlock, Plan
-from rag_server.domain import Chunk, Decision, Hit, SourceRef
+from rag_server.answer.segments import segments
+from rag_server.domain import Chunk, ChunkKind, Decision, FactMatch, Hit, Reason, SourceRef
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.results import (
     AssessmentResult,
     CandidateStatus,
@@ -16,19 +28,12 @@ from rag_server.retrieval.results import (
     IndicationCandidate,
     Route,
 )
-from rag_server.understanding.frame import QueryFrame, TurnType
+from rag_server.retrieval.routes import retrieve
+from rag_server.retrieval.section import whole_section
+from rag_server.text.match import find_any, tokenize
+from rag_server.understanding.frame import Group, QueryFrame, Reading
+from rag_server.vocabulary.language import Language
 
-if TYPE_CHECKING:
-    from rag_server.retrieval.retriever import Retriever
-
-OVERDOSE_SECTION = "qua_lieu_va_xu_tri"
-FACET_TITLES = {
-    Facet.INTERACTION: "Tương tác với thuốc đang dùng",
-    Facet.WARNING: "Chống chỉ định và thận trọng",
-    Facet.DOSAGE_CONTEXT: "Liều theo đối tượng",
-    Facet.PREGNANCY: "Thời kỳ mang thai",
-    Facet.BREASTFEEDING: "Thời kỳ cho con bú",
-}
 _PLANS = {
     Route.SECTION: Plan.WHOLE_SECTION,
     Route.SECTION_POOLED: Plan.WHOLE_SECTION,
@@ -37,6 +42,7 @@ _PLANS = {
     Route.CORPUS_SEARCH: Plan.MOST_RELEVANT,
     Route.INDICATION: Plan.INDICATION_LIST,
     Route.PATIENT: Plan.PATIENT_FACETS,
+    Route.EFFECT: Plan.EFFECT,
 }
 
 
@@ -46,7 +52,8 @@ class Gathered:
     route: Route
     plan: Plan = Plan.WHOLE_SECTION
     evidence: tuple[EvidenceBlock, ...] = ()
-    notices: list[Block] = field(default_factory=list)
+    lead: list[Block] = field(default_factory=list)  # notices said before the answer
+    notices: list[Block] = field(default_factory=list)  # notices said after it
     candidates: list[IndicationCandidate] = field(default_factory=list)
     assessment: AssessmentResult | None = None
 
@@ -55,85 +62,238 @@ def title_of(chunk: Chunk) -> str:
     return f"{chunk.drug_name}: {chunk.section_title}"
 
 
-def pages_text(refs: tuple[SourceRef, ...] | list[SourceRef]) -> str:
+def pages_text(refs: Sequence[SourceRef]) -> str:
     printed = sorted({r.printed_page for r in refs if r.printed_page > 0})
     return ", ".join(str(p) for p in printed) or ", ".join(str(r.physical_page) for r in refs)
 
 
-def visual_notices(blocks: tuple[EvidenceBlock, ...]) -> list[Block]:
-    """One VERIFY_PDF notice per answer block title, with the pages of all its visual chunks."""
+def visual_notices(blocks: Sequence[EvidenceBlock], language: Language) -> list[Block]:
+    """One notice per answer block title with the pages of its tables and formulas (chunks that must be
+    read on the page, and the visual spans of prose chunks)."""
     pages: dict[str, dict[SourceRef, None]] = {}
     first: dict[str, Chunk] = {}
     for b in blocks:
-        if b.chunk.requires_visual_check:
+        if b.chunk.requires_visual_check or b.chunk.visual_spans:
             pages.setdefault(b.title, {}).update(dict.fromkeys(b.chunk.source_refs))
             first.setdefault(b.title, b.chunk)
     out: list[Block] = []
     for title, refs in pages.items():
         chunk = first[title]
-        note = ("Nội dung dạng bảng hoặc công thức, không được diễn giải lại: đọc trực tiếp trên trang "
-                f"{pages_text(list(refs))} của Dược thư.")
-        out.append(Block(title, section_key=chunk.section_key, drug_id=chunk.drug_id,
-                         requires_visual_check=True, pages=tuple(refs), note=note))
+        note = language.strings.notice("visual", pages=pages_text(list(refs)))
+        out.append(
+            Block(
+                title,
+                section_key=chunk.section_key,
+                drug_id=chunk.drug_id,
+                requires_visual_check=True,
+                pages=tuple(refs),
+                note=note,
+            )
+        )
     return out
 
 
-def number(hits: list[tuple[Hit, str, str]]) -> tuple[EvidenceBlock, ...]:
+def number(
+    hits: Sequence[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]],
+) -> tuple[EvidenceBlock, ...]:
     """Evidence blocks numbered from 1, each chunk once, in the order given."""
     seen: dict[str, EvidenceBlock] = {}
-    for hit, title, focus in hits:
+    for hit, title, focus, forms, facts in hits:
         if hit.chunk.chunk_id not in seen:
-            seen[hit.chunk.chunk_id] = EvidenceBlock(len(seen) + 1, hit.chunk, title, focus)
+            seen[hit.chunk.chunk_id] = EvidenceBlock(len(seen) + 1, hit.chunk, title, focus, forms, facts)
     return tuple(seen.values())
 
 
-def _with_notices(gathered: Gathered) -> Gathered:
-    gathered.notices += visual_notices(gathered.evidence)
+def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
+    """The evidence of a reading, its plan and its notices (see the module doc)."""
+    frame = reading.frame
+    language = corpus.language
+    result = retrieve(reading, corpus, providers)
+    plan = _PLANS.get(result.route, Plan.MOST_RELEVANT)
+    if result.route is Route.PATIENT and result.assessment is not None:
+        return _patient(result.decision, result.assessment, language)
+    if result.route is Route.INDICATION:
+        forms = _condition_forms(frame, language)
+        hits = [
+            (
+                h,
+                f"{c.drug_name}: {language.vocabulary.title(h.chunk.section_key)}",
+                frame.indication,
+                forms,
+                (),
+            )
+            for c in result.candidates
+            for h in c.evidence
+        ]
+        evidence = number(hits)
+        return Gathered(
+            result.decision,
+            result.route,
+            plan,
+            evidence,
+            notices=visual_notices(evidence, language),
+            candidates=list(result.candidates),
+        )
+    evidence = number([(h, title_of(h.chunk), "", (), ()) for h in result.evidence])
+    gathered = Gathered(
+        result.decision, result.route, plan, evidence, notices=visual_notices(evidence, language)
+    )
+    if result.decision.reason is Reason.EFFECT_NOT_LISTED and frame.effect is not None:
+        gathered.lead.append(_not_listed(frame, result.read_sections, corpus))
+    if plan is Plan.WHOLE_SECTION and result.decision.usable:
+        gathered.lead.extend(gap_notices(frame, evidence, language))
     return gathered
 
 
-def gather(r: Retriever, frame: QueryFrame) -> Gathered:
-    if frame.turn_type == TurnType.INDICATION_LOOKUP and frame.indication:
-        looked = r.lookup_indication(frame.indication)
-        hits = [(h, f"{c.drug_name}: Chỉ định", frame.indication)
-                for c in looked.candidates for h in c.evidence]
-        return _with_notices(Gathered(looked.decision, Route.INDICATION, Plan.INDICATION_LIST, number(hits),
-                                      candidates=list(looked.candidates)))
-    if frame.turn_type == TurnType.PATIENT_ASSESSMENT and frame.drug_ids:
-        return _patient(r, frame)
-    result = r.retrieve(frame=frame)
-    plan = _PLANS.get(result.route, Plan.MOST_RELEVANT)
-    hits = [(h, title_of(h.chunk), "") for h in result.evidence]
-    return _with_notices(Gathered(result.decision, result.route, plan, number(hits)))
+def _condition_forms(frame: QueryFrame, language: Language) -> tuple[str, ...]:
+    """The condition of an indication lookup and its clinical synonyms."""
+    specs = language.clinical.conditions_named(tokenize(frame.indication))
+    return tuple(dict.fromkeys([frame.indication, *(f.text for s in specs for f in s.forms)]))
 
 
-def _patient(r: Retriever, frame: QueryFrame) -> Gathered:
-    assessed = r.assess_patient(frame.drug_ids, frame.patient)
-    hits: list[tuple[Hit, str, str]] = []
+def _not_listed(frame: QueryFrame, read: Sequence[tuple[str, str]], corpus: Corpus) -> Block:
+    language = corpus.language
+    assert frame.effect is not None
+    drug_id = read[0][0] if read else (frame.drug_ids[0] if frame.drug_ids else "")
+    name = corpus.catalog.display_name(drug_id) if corpus.catalog is not None else drug_id
+    titles = ", ".join(f"«{language.vocabulary.title(k)}»" for d, k in read if d == drug_id)
+    note = language.strings.notice("effect_not_listed", effect=frame.effect.text, sections=titles, drug=name)
+    return Block(f"{name}: {frame.effect.text}", drug_id=drug_id, note=note)
+
+
+# ------------------------------------------------------------------------------------------ gaps
+def gap_notices(frame: QueryFrame, evidence: Sequence[EvidenceBlock], language: Language) -> list[Block]:
+    """For each group of the patient asked about: the section says nothing for it, or the patient lies
+    outside the age or weight bounds it gives (see the module doc)."""
+    rules, strings = language.rules, language.strings
+    roles = language.vocabulary.roles
+    own = {Group.PREGNANT: roles.pregnancy, Group.BREASTFEEDING: roles.breastfeeding}
+    groups = [
+        g for g in frame.patient.groups if not (g is Group.INFANT and Group.CHILD in frame.patient.groups)
+    ]
+    out: list[Block] = []
+    for title, blocks in _by_title(evidence).items():
+        chunk = blocks[0].chunk
+        section_title = language.vocabulary.title(chunk.section_key)
+        texts = [
+            s.text for b in blocks if b.chunk.chunk_kind is ChunkKind.PROSE for s in segments(b.chunk.text)
+        ]
+        for group in groups:
+            if own.get(group) == chunk.section_key:
+                continue
+            words = next((g for g in rules.groups if g.name == group.value), None)
+            if words is None:
+                continue
+            about = [t for t in texts if find_any(tokenize(t), words.anchors)]
+            name = strings.groups.get(group.value, group.value)
+            if not about:
+                out.append(
+                    Block(
+                        title,
+                        section_key=chunk.section_key,
+                        drug_id=chunk.drug_id,
+                        note=strings.notice(
+                            "group_gap", section=section_title, drug=chunk.drug_name, group=name
+                        ),
+                    )
+                )
+                continue
+            if words.bounds and chunk.section_key == roles.dosage:
+                note = _outside(frame, about, language, section_title, chunk.drug_name)
+                if note:
+                    out.append(Block(title, section_key=chunk.section_key, drug_id=chunk.drug_id, note=note))
+    return out
+
+
+def _outside(frame: QueryFrame, texts: Sequence[str], language: Language, section: str, drug: str) -> str:
+    rules = language.rules
+    assert rules.bounds is not None
+    numbers = [(p.folded, v) for p, v in language.situations.numbers]
+    bounds: list[Bound] = [b for t in texts for b in bounds_in(t, rules.bounds, numbers)]
+    patient = frame.patient
+    age = patient.age_in_years
+    for value, kind, said in (
+        (age, AGE, _age_text(frame)),
+        (patient.weight_kg, WEIGHT, f"{patient.weight_kg:g} kg" if patient.weight_kg else ""),
+    ):
+        if value is None:
+            continue
+        out = outside(value, kind, bounds)
+        if out:
+            shown = "; ".join(dict.fromkeys(b.text for b in out))
+            return language.strings.notice(
+                "outside_bounds", patient=said, section=section, drug=drug, bounds=shown
+            )
+    return ""
+
+
+def _age_text(frame: QueryFrame) -> str:
+    p = frame.patient
+    if p.age_months is not None:
+        return f"{p.age_months} tháng tuổi"
+    return f"{p.age_years} tuổi" if p.age_years is not None else ""
+
+
+def _by_title(evidence: Sequence[EvidenceBlock]) -> dict[str, list[EvidenceBlock]]:
+    out: dict[str, list[EvidenceBlock]] = {}
+    for block in evidence:
+        out.setdefault(block.title, []).append(block)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ patients
+def _patient(decision: Decision, assessed: AssessmentResult, language: Language) -> Gathered:
+    """Per drug and facet, the chunks with what each fact matched there; each fact with nothing found is
+    said plainly (never a first sentence instead)."""
+    strings = language.strings
+    hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = []
     notices: list[Block] = []
     for candidate in assessed.candidates:
         for facet in candidate.facets:
-            title = f"{candidate.drug_name}: {FACET_TITLES[facet.facet]}"
+            title = f"{candidate.drug_name}: {strings.facets[facet.facet.value]}"
+            asked = [f for f in facet.query.split("; ") if f]
             if facet.status is CandidateStatus.INSUFFICIENT_EVIDENCE or not facet.evidence:
-                note = (f"Không tìm thấy thông tin về «{facet.query}» trong Dược thư cho "
-                        f"{candidate.drug_name}; điều này không có nghĩa là an toàn.")
-                notices.append(Block(title, drug_id=candidate.drug_id, note=note))
+                notices.extend(_not_found(title, candidate.drug_id, candidate.drug_name, asked, strings))
                 continue
-            hits += [(h, title, facet.query) for h in facet.evidence]
-    gathered = Gathered(assessed.decision, Route.PATIENT, Plan.PATIENT_FACETS, number(hits), notices,
-                        assessment=assessed)
-    return _with_notices(gathered)
+            whole = facet.facet in (Facet.PREGNANCY, Facet.BREASTFEEDING)
+            for hit in facet.evidence:
+                matches = () if whole else tuple(m for m in facet.matches if m.chunk_id == hit.chunk.chunk_id)
+                hits.append((hit, title, facet.query, (), matches))
+            if not whole:
+                matched = {m.fact for m in facet.matches}
+                missing = [f for f in asked if f not in matched]
+                notices.extend(_not_found(title, candidate.drug_id, candidate.drug_name, missing, strings))
+    evidence = number(hits)
+    notices = visual_notices(evidence, language) + notices
+    return Gathered(
+        decision, Route.PATIENT, Plan.PATIENT_FACETS, evidence, notices=notices, assessment=assessed
+    )
 
 
-def urgent(r: Retriever, drug_ids: list[str]) -> Gathered | None:
-    """The overdose section of each named drug (an emergency's evidence), None when none has one."""
-    hits: list[tuple[Hit, str, str]] = []
-    decision: Decision | None = None
-    for drug_id in drug_ids:
-        result = r.retrieve(drug_id=drug_id, section_key=OVERDOSE_SECTION)
-        if result.decision.usable:
-            decision = decision or result.decision
-            hits += [(h, title_of(h.chunk), "") for h in result.evidence]
-    if decision is None or not hits:
+def _not_found(title: str, drug_id: str, drug: str, facts: Sequence[str], strings: object) -> list[Block]:
+    from rag_server.vocabulary.strings import Strings
+
+    assert isinstance(strings, Strings)
+    return [
+        Block(title, drug_id=drug_id, note=strings.notice("fact_not_found", fact=fact, drug=drug))
+        for fact in facts
+    ]
+
+
+# ------------------------------------------------------------------------------------------ emergencies
+def urgent(frame: QueryFrame, corpus: Corpus) -> tuple[Decision, tuple[EvidenceBlock, ...]] | None:
+    """The overdose section of each drug of an emergency (its evidence), None when none has one."""
+    from rag_server.retrieval.decide import decide
+
+    key = corpus.language.vocabulary.roles.overdose
+    hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = []
+    for drug_id in frame.drug_ids:
+        if corpus.catalog is None or drug_id not in corpus.catalog.drugs:
+            continue
+        section = whole_section(corpus, drug_id, key)
+        hits += [(h, title_of(h.chunk), "", (), ()) for h in section.hits]
+    if not hits:
         return None
-    return _with_notices(Gathered(decision, Route.SECTION, Plan.URGENT, number(hits)))
+    evidence = number(hits)
+    decision = decide([b.chunk for b in evidence])
+    return (decision, evidence) if decision.usable else None

@@ -11,9 +11,9 @@ from rag_server.answer.entail import Judge, OfflineJudge
 from rag_server.answer.generate import Generator, OfflineGenerator
 from rag_server.answer.memory import DatabaseMemory, InProcessMemory, Memory
 from rag_server.answer.pipeline import AnswerConfig
-from rag_server.answer.understand import OfflineUnderstander, Understander
 from rag_server.config import Settings
 from rag_server.extras import Extra, require
+from rag_server.understanding.understander import OfflineUnderstander, Understander
 from rag_server.vocabulary.language import Language
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class _Bedrock:
 
 def _understander(settings: Settings, bedrock: _Bedrock) -> Understander:
     if settings.understander == "bedrock":
-        from rag_server.answer.llm_understand import BedrockUnderstander
+        from rag_server.understanding.llm import BedrockUnderstander
 
         chat = bedrock.converse(settings.bedrock_understand_model,
                                 min(SHORT_REPLY_TOKENS, settings.llm_max_tokens), "RAG_UNDERSTANDER=bedrock")
@@ -105,7 +105,7 @@ def _generator(settings: Settings, language: Language, bedrock: _Bedrock) -> Gen
             max_retries=settings.llm_max_retries,
             max_tokens=settings.llm_max_tokens,
         ))
-    return OfflineGenerator(stopwords=language.rules.stopwords)
+    return OfflineGenerator()
 
 
 def _judge(settings: Settings, bedrock: _Bedrock) -> Judge:

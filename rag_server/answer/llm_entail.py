@@ -19,7 +19,6 @@ from rag_server.providers.base import MalformedOutput
 from rag_server.providers.llm import prompts
 from rag_server.providers.llm.bedrock_converse import BedrockConverse
 from rag_server.providers.llm.schemas import JudgementReply, parse
-from rag_server.retrieval.inline import needs_worker
 
 
 def claims_text(draft: Draft, evidence: Sequence[EvidenceBlock]) -> str:
@@ -36,12 +35,12 @@ def claims_text(draft: Draft, evidence: Sequence[EvidenceBlock]) -> str:
 
 class BedrockJudge:
     name = "bedrock"
+    blocking = True  # a network call: scheduled on the worker pool
 
     def __init__(self, chat: BedrockConverse) -> None:
         self.chat = chat
 
     def judge(self, draft: Draft, evidence: Sequence[EvidenceBlock], plan: Plan, question: str) -> Judgement:
-        needs_worker("llm")  # a network call: never on the event loop
         shown = [b for b in evidence if usable(b)]
         rule = prompts.COMPLETE_WHOLE if plan in WHOLE_PLANS else prompts.COMPLETE_ANSWERED
         prompt = "\n\n".join([

@@ -27,7 +27,6 @@ from rag_server.providers.llm import prompts
 from rag_server.providers.llm.bedrock_converse import BedrockConverse
 from rag_server.providers.llm.cohere_chat import CitedText, CohereChat
 from rag_server.providers.llm.schemas import DraftReply, parse
-from rag_server.retrieval.inline import needs_worker
 
 
 def header(block: EvidenceBlock) -> str:
@@ -55,12 +54,12 @@ def instructions(request: GenerationRequest) -> str:
 
 class BedrockGenerator:
     name = "bedrock"
+    blocking = True  # a network call: scheduled on the worker pool
 
     def __init__(self, chat: BedrockConverse) -> None:
         self.chat = chat
 
     def generate(self, request: GenerationRequest) -> Draft:
-        needs_worker("llm")  # a network call: never on the event loop
         blocks = [b for b in request.evidence if usable(b)]
         if not blocks:
             return Draft((), evidence_sufficient=False)
@@ -74,12 +73,12 @@ class BedrockGenerator:
 
 class CohereGenerator:
     name = "cohere"
+    blocking = True  # a network call: scheduled on the worker pool
 
     def __init__(self, chat: CohereChat) -> None:
         self.chat = chat
 
     def generate(self, request: GenerationRequest) -> Draft:
-        needs_worker("llm")  # a network call: never on the event loop
         blocks = [b for b in request.evidence if usable(b)]
         if not blocks:
             return Draft((), evidence_sufficient=False)

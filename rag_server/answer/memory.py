@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_server.domain import DecisionKind
 from rag_server.persistence.conversations import ANONYMOUS_OWNER, ConversationNotOwned, Turn
+from rag_server.understanding.frame import Prior
 
 if TYPE_CHECKING:
     from rag_server.persistence.conversations import ConversationStore
 
 __all__ = ["ANONYMOUS_OWNER", "ConversationNotOwned", "DatabaseMemory", "InProcessMemory", "Memory",
-           "Recalled", "TurnFacts"]
+           "TurnFacts", "prior_of"]
 
 
 @dataclass(frozen=True)
@@ -56,25 +57,17 @@ class TurnFacts:
         )
 
 
-@dataclass(frozen=True)
-class Recalled:
-    """What the earlier turns of a conversation tell the current one."""
-
-    drug_ids: tuple[str, ...] = ()  # the drugs of the latest turn that named any
-    section_key: str = ""  # the section of that turn
-    clarifies: int = 0  # consecutive clarifications right before this turn
-    turns: tuple[Turn, ...] = ()
-
-    @classmethod
-    def of(cls, turns: Sequence[Turn]) -> Recalled:
-        facts = [TurnFacts.from_dict(t.frame) for t in turns if t.role == "assistant"]
-        latest = next((f for f in reversed(facts) if f.drug_ids), TurnFacts())
-        clarifies = 0
-        for f in reversed(facts):
-            if f.decision_kind != DecisionKind.CLARIFY:
-                break
-            clarifies += 1
-        return cls(latest.drug_ids, latest.section_key, clarifies, tuple(turns))
+def prior_of(turns: Sequence[Turn]) -> Prior:
+    """What the earlier turns of a conversation tell the current one: the drugs (and section) of the latest
+    turn that named any, the clarifications in a row right before this turn, the turns' text."""
+    facts = [TurnFacts.from_dict(t.frame) for t in turns if t.role == "assistant"]
+    latest = next((f for f in reversed(facts) if f.drug_ids), TurnFacts())
+    clarifies = 0
+    for f in reversed(facts):
+        if f.decision_kind != DecisionKind.CLARIFY:
+            break
+        clarifies += 1
+    return Prior(latest.drug_ids, latest.section_key, clarifies, tuple((t.role, t.content) for t in turns))
 
 
 class Memory(Protocol):

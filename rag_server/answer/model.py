@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from rag_server.domain import Chunk, Decision, PageBox, SourceRef, TableView
+from rag_server.domain import Chunk, Decision, FactMatch, PageBox, SourceRef, TableView
 from rag_server.retrieval.results import AssessmentResult, IndicationCandidate, Route
 from rag_server.understanding.frame import QueryFrame
 
@@ -99,18 +99,22 @@ class Plan(StrEnum):
     INDICATION_LIST = "indication_list"  # the drugs whose Chỉ định names the condition (no ranking)
     PATIENT_FACETS = "patient_facets"  # per drug, per facet; where nothing was found, said plainly
     URGENT = "urgent"  # emergency: the overdose section as it stands
+    EFFECT = "effect"  # "does X cause Y": the sentences of X's effect sections that name Y
 
 
 @dataclass(frozen=True)
 class EvidenceBlock:
     """One numbered evidence block a generator sees ([1], [2], ...). `title` names the answer block its
     claims go to (blocks with the same title form one); `focus` is what to look for in it (the condition
-    of an indication lookup, the patient fact of a facet)."""
+    of an indication lookup, the patient facts of a facet), `focus_forms` the words that carry it, and
+    `facts` how each patient fact matched this chunk (AssessPatient's matcher)."""
 
     number: int
     chunk: Chunk
     title: str = ""
     focus: str = ""
+    focus_forms: tuple[str, ...] = ()
+    facts: tuple[FactMatch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,13 @@ class GenerationRequest:
     evidence: tuple[EvidenceBlock, ...]
     max_claims: int
     missing: tuple[int, ...] = ()  # a repair: evidence blocks the previous draft left out
+    frame: QueryFrame | None = None  # the reading: asked terms, the effect asked about
+
+    def asked_forms(self) -> tuple[str, ...]:
+        """The forms a claim of a focused plan must carry: the effect's, else every asked term's."""
+        frame = self.frame
+        if frame is None:
+            return ()
+        if self.plan is Plan.EFFECT and frame.effect is not None:
+            return frame.effect.forms
+        return tuple(dict.fromkeys(f for t in frame.asked_terms for f in t.forms))

@@ -4,6 +4,8 @@ where a claim's support is highlighted.
 A segment ends at a sentence end (". ", "? ", "! " before a capital, a digit or a bullet), at a line
 break, or at "; " between the items of a list; a decimal comma or point ("2,5 mg", "1.000") never ends
 one. Bullets and list numbers stay out of the segment's text ("- Suy thận nặng." -> "Suy thận nặng.").
+A sentence or line that begins with its subject ("Người lớn: 500 mg mỗi 8 giờ; nhiễm khuẩn nặng: 1 g") is
+never split at its semicolons: each part would lose the subject it is about, so the item stays whole.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ _BREAK = re.compile(
     r"|(?<=;)\s+"  # list items separated by semicolons
 )
 _LEAD = re.compile(r"^(?:[-–•·*+]|\(?\d{1,2}[.)]|[a-zđ][.)])\s+")
+_SUBJECT = re.compile(r"^(?:[-–•·*+]\s+)?[^\W\d][^:;.!?\n]{0,48}:\s")  # "Người lớn: ", "Trẻ em từ 6 tuổi: "
 
 
 @dataclass(frozen=True)
@@ -36,15 +39,23 @@ _MARKER = re.compile(r"^(?:\(?\d{1,2}[.)]|[a-zđ][.)])$")  # a list number stand
 
 
 def _pieces(text: str) -> list[tuple[int, int]]:
-    """(start, end) between breaks; a list number alone joins the piece after it."""
+    """(start, end) between breaks; a list number alone joins the piece after it, and the parts after a
+    semicolon join a piece that begins with its subject ("Người lớn: ...; ...")."""
     spans: list[tuple[int, int]] = []
     pos = 0
+    joined = False  # the current piece began with a subject: its semicolons do not split it
     for m in [*_BREAK.finditer(text), None]:
         end = m.start() if m is not None else len(text)
-        if spans and _MARKER.match(text[spans[-1][0]:spans[-1][1]].strip()):
+        if spans and (_MARKER.match(text[spans[-1][0]:spans[-1][1]].strip()) or joined):
             spans[-1] = (spans[-1][0], end)
         else:
             spans.append((pos, end))
+            joined = False
+        piece = text[spans[-1][0]:spans[-1][1]].strip()
+        if m is not None and m.group().strip() == "" and text[m.start() - 1:m.start()] == ";":
+            joined = joined or bool(_SUBJECT.match(piece))
+        else:
+            joined = False
         if m is not None:
             pos = m.end()
     return spans

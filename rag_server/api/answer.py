@@ -3,10 +3,9 @@ converts its events to rag.v1 at the edge)."""
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
@@ -16,7 +15,7 @@ from rag_server.api import answer_convert
 from rag_server.api.calls import current_correlation_id
 from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
-from rag_server.api.work import run_cheap_first
+from rag_server.api.work import schedule
 from rag_server.app import App
 from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question
@@ -25,8 +24,6 @@ from rag_server.persistence.traces import RetrievalTrace
 from rag_server.security.auth import conversation_owner
 
 log = logging.getLogger("rag_server.api.answer")
-
-T = TypeVar("T")
 
 
 class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
@@ -43,14 +40,9 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
         v.raise_if_any()
         parts = self.app.answers
         assert parts is not None, "the app was not started"
-        executor = self.app.executor
-
-        async def run(fn: Callable[..., T], *args: Any) -> T:
-            return await run_cheap_first(context, executor, functools.partial(fn, *args))
-
         pipeline = AskPipeline(
-            self.app.retriever(), self.app.language, parts.understander, parts.generator, parts.judge,
-            parts.memory, parts.config, run,
+            self.app.corpus, self.app.providers, parts.understander, parts.generator, parts.judge,
+            parts.memory, parts.config, schedule(context, self.app.executor),
         )
         correlation_id = current_correlation_id()
         owner = conversation_owner()  # another caller's conversation is refused before anything runs

@@ -29,8 +29,16 @@ from rag_server.retrieval.results import (
 )
 from rag_server.retrieval.timing import Timings
 from rag_server.understanding.catalog import DrugInfo, MatchStage, Mention
-from rag_server.understanding.frame import QueryFrame, TurnType
-from rag_server.understanding.patient import PatientFacts
+from rag_server.understanding.frame import (
+    AskedTerm,
+    Group,
+    PatientFacts,
+    QueryFrame,
+    Situation,
+    SituationKind,
+    TurnType,
+)
+from rag_server.understanding.medications import MedicationName
 
 _SCORE_KIND = {
     ScoreKind.EXACT: pb.SCORE_KIND_EXACT,
@@ -77,22 +85,29 @@ def table_rows(rows: Sequence[Sequence[str]]) -> list[pb.TableRow]:
 
 
 def page_box(b: PageBox) -> pb.PageBox:
-    return pb.PageBox(physical_page=b.physical_page, printed_page=b.printed_page, x0=b.x0, y0=b.y0, x1=b.x1,
-                      y1=b.y1)
+    return pb.PageBox(
+        physical_page=b.physical_page, printed_page=b.printed_page, x0=b.x0, y0=b.y0, x1=b.x1, y1=b.y1
+    )
 
 
-def claim_support(chunk_id: str, start: int, end: int, physical_page: int = 0,
-                  boxes: Sequence[PageBox] = ()) -> pb.ClaimSupport:
+def claim_support(
+    chunk_id: str, start: int, end: int, physical_page: int = 0, boxes: Sequence[PageBox] = ()
+) -> pb.ClaimSupport:
     """A claim's support in one chunk: its span, the page it starts on and the boxes of its lines (the
     first page is the first box's when not given)."""
     first = physical_page or (boxes[0].physical_page if boxes else 0)
-    return pb.ClaimSupport(chunk_id=chunk_id, start=start, end=end, physical_page=first,
-                           boxes=[page_box(b) for b in boxes])
+    return pb.ClaimSupport(
+        chunk_id=chunk_id, start=start, end=end, physical_page=first, boxes=[page_box(b) for b in boxes]
+    )
 
 
 def table_view(t: TableView) -> pb.TableView:
-    return pb.TableView(chunk_id=t.chunk_id, rows=table_rows(t.rows), image_png=t.image_png,
-                        pages=[source_ref(r) for r in t.pages])
+    return pb.TableView(
+        chunk_id=t.chunk_id,
+        rows=table_rows(t.rows),
+        image_png=t.image_png,
+        pages=[source_ref(r) for r in t.pages],
+    )
 
 
 def decision(d: Decision) -> pb.Decision:
@@ -107,7 +122,11 @@ def decision(d: Decision) -> pb.Decision:
 
 def fact_match(m: FactMatch) -> rpb.FacetMatch:
     return rpb.FacetMatch(
-        fact=m.fact, name=m.name, matched=m.matched, match_kind=MATCH_KIND[m.kind], chunk_id=m.chunk_id,
+        fact=m.fact,
+        name=m.name,
+        matched=m.matched,
+        match_kind=MATCH_KIND[m.kind],
+        chunk_id=m.chunk_id,
         detail=m.detail,
     )
 
@@ -120,20 +139,28 @@ def timings(t: Timings) -> list[pb.StageTiming]:
     return [pb.StageTiming(stage=name, millis=round(ms, 3)) for name, ms in t.stages]
 
 
+_GROUP = {g: pb.PatientGroup.Value(f"PATIENT_GROUP_{g.value.upper()}") for g in Group}
+_SITUATION = {k: pb.SituationKind.Value(f"SITUATION_KIND_{k.name}") for k in SituationKind}
+
+
 def patient(facts: PatientFacts) -> pb.PatientContext:
     return pb.PatientContext(
-        current_medications=facts.current_medications,
-        conditions=facts.conditions,
+        current_medications=list(facts.current_medications),
+        conditions=list(facts.conditions),
         age_years=facts.age_years or 0,
         pregnant=facts.pregnant,
         breastfeeding=facts.breastfeeding,
         renal_impairment=facts.renal_impairment,
         hepatic_impairment=facts.hepatic_impairment,
-        allergies=facts.allergies,
+        allergies=list(facts.allergies),
+        age_months=facts.age_months or 0,
+        weight_kg=facts.weight_kg or 0.0,
+        groups=[_GROUP[g] for g in facts.groups],
     )
 
 
 def patient_from_proto(msg: pb.PatientContext) -> PatientFacts:
+    """A caller's patient facts (groups are derived by the service, never taken from the request)."""
     return PatientFacts(
         current_medications=_distinct(msg.current_medications),
         conditions=_distinct(msg.conditions),
@@ -143,12 +170,14 @@ def patient_from_proto(msg: pb.PatientContext) -> PatientFacts:
         renal_impairment=msg.renal_impairment,
         hepatic_impairment=msg.hepatic_impairment,
         allergies=_distinct(msg.allergies),
+        age_months=msg.age_months or None,
+        weight_kg=msg.weight_kg or None,
     )
 
 
-def _distinct(values: Iterable[str]) -> list[str]:
+def _distinct(values: Iterable[str]) -> tuple[str, ...]:
     """Non-empty values, stripped, each once (a list repeating one entry costs no more than one)."""
-    return list(dict.fromkeys(v.strip() for v in values if v.strip()))
+    return tuple(dict.fromkeys(v.strip() for v in values if v.strip()))
 
 
 _STAGE_KIND = {
@@ -160,25 +189,65 @@ _STAGE_KIND = {
 
 def drug_mention(m: Mention) -> pb.DrugMention:
     return pb.DrugMention(
-        text=m.text, drug_ids=list(m.drug_ids), match_kind=_STAGE_KIND[m.stage], distance=m.distance
+        text=m.text,
+        drug_ids=list(m.drug_ids),
+        match_kind=_STAGE_KIND[m.stage],
+        distance=m.distance,
+        start=m.char_start,
+        end=m.char_end,
+    )
+
+
+def asked_term(t: AskedTerm) -> pb.AskedTerm:
+    return pb.AskedTerm(text=t.text, forms=list(t.forms), start=t.start, end=t.end, known=t.known)
+
+
+def medication(m: MedicationName) -> pb.MedicationMention:
+    kind = (
+        _STAGE_KIND.get(m.stage, pb.MATCH_KIND_UNSPECIFIED)
+        if m.stage is not None
+        else pb.MATCH_KIND_UNSPECIFIED
+    )
+    return pb.MedicationMention(entry=m.entry, name=m.name, drug_id=m.drug_id, match_kind=kind)
+
+
+def situation(s: Situation) -> pb.Situation:
+    return pb.Situation(
+        kind=_SITUATION[s.kind],
+        parts=[pb.SituationPart(part=p.part, text=p.text, start=p.start, end=p.end) for p in s.parts],
     )
 
 
 def frame(f: QueryFrame) -> pb.QueryFrame:
+    cue = f.section_cue
     return pb.QueryFrame(
         turn_type=_TURN[f.turn_type],
-        drug_ids=f.drug_ids,
+        drug_ids=list(f.drug_ids),
         section_key=f.section_key,
         indication=f.indication,
         patient=patient(f.patient),
-        missing_fields=f.missing_fields,
+        missing_fields=list(f.missing_fields),
         query=f.query,
         drug_mentions=[drug_mention(m) for m in f.drug_mentions],
+        section_cue=pb.SectionCue(
+            section_key=cue.section_key, text=cue.text, start=cue.start, end=cue.end, weak=cue.weak
+        )
+        if cue is not None
+        else None,
+        asked_terms=[asked_term(t) for t in f.asked_terms],
+        conditions=list(f.conditions),
+        medications=[medication(m) for m in f.medications],
+        situation=situation(f.situation),
+        carried=pb.CarriedContext(drug_ids=list(f.carried.drug_ids), section_key=f.carried.section_key)
+        if f.carried
+        else None,
+        effect=asked_term(f.effect) if f.effect is not None else None,
     )
 
 
 def frame_from_proto(msg: pb.QueryFrame, query: str = "") -> QueryFrame:
-    """A caller's frame; an unspecified turn type is inferred from the fields that are set."""
+    """A caller's frame; an unspecified turn type is inferred from the fields that are set (what only the
+    service reads, such as the asked terms and the situation, is never taken from a request)."""
     turn = _TURN_BACK.get(msg.turn_type)
     if turn is None:
         if msg.indication and not msg.drug_ids:
@@ -192,11 +261,12 @@ def frame_from_proto(msg: pb.QueryFrame, query: str = "") -> QueryFrame:
     return QueryFrame(
         turn_type=turn,
         query=msg.query or query,
-        drug_ids=list(dict.fromkeys(msg.drug_ids)),
+        drug_ids=tuple(dict.fromkeys(msg.drug_ids)),
         section_key=msg.section_key,
         indication=msg.indication,
         patient=patient_from_proto(msg.patient),
-        missing_fields=list(msg.missing_fields),
+        missing_fields=tuple(msg.missing_fields),
+        search_text=msg.query or query,
     )
 
 
@@ -208,7 +278,7 @@ def retrieve_response(result: RetrievalResult) -> rpb.RetrieveResponse:
         route=_ROUTE[result.route],
         timings=timings(result.timings),
         frame=frame(result.frame) if result.frame is not None else None,
-        reranker_state=result.reranker_state,
+        reranker_state=result.reranker_state.value if result.reranker_state is not None else "",
     )
 
 

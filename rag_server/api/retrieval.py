@@ -23,15 +23,18 @@ from rag_server.api.calls import current_correlation_id
 from rag_server.api.errors import failed_precondition, invalid_argument
 from rag_server.api.replies import ReplyCache
 from rag_server.api.validation import Violations
-from rag_server.api.work import run_blocking, run_cheap_first
+from rag_server.api.work import run
 from rag_server.app import App
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question, patient_texts
 from rag_server.persistence.traces import RetrievalTrace
+from rag_server.retrieval import requests
 from rag_server.retrieval.results import Route
-from rag_server.retrieval.retriever import FrameMemo
+from rag_server.retrieval.routes import retrieve
+from rag_server.understanding.frame import Reading
+from rag_server.understanding.reading import conflicting_drugs
 
 log = logging.getLogger("rag_server.api.retrieval")
 
@@ -72,7 +75,9 @@ def check_frame(v: Violations, f: pb.QueryFrame, query: str, app: App) -> None:
 
 
 # Routes whose reply depends only on the request and the generation (no provider that may fail).
-_STABLE_ROUTES = frozenset({Route.SECTION, Route.SECTION_POOLED, Route.DRUG_OVERVIEW, Route.NONE})
+_STABLE_ROUTES = frozenset(
+    {Route.SECTION, Route.SECTION_POOLED, Route.DRUG_OVERVIEW, Route.EFFECT, Route.NONE}
+)
 
 
 class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
@@ -117,30 +122,42 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                 v.add("frame", "give either drug_id/section_key or a frame, not both")
             check_frame(v, request.frame, request.query, self.app)
         v.raise_if_any()
-        retriever = self.app.retriever()
+        corpus, providers, executor = self.app.corpus, self.app.providers, self.app.executor
         cheap = len(request.query) + len(request.frame.query) <= self.app.settings.inline_query_chars
-        if request.drug_id and request.query.strip():
-            others = await run_cheap_first(
-                context, self.app.executor, retriever.conflicting_drugs, request.query, request.drug_id,
-                try_inline=cheap,
-            )
-            if others:
-                raise invalid_argument(
-                    "the query names another drug than drug_id",
-                    ("query", f"names {L.echo(', '.join(others))}, but drug_id is '{request.drug_id}'; "
-                              "send one drug, or drop drug_id to let the query decide"),
-                )
         key = None if has_frame else ("retrieve", request.query, request.drug_id, request.section_key)
-        reply = self.replies.get(retriever.generation, key, retrieval_pb2.RetrieveResponse) if key else None
+        reply = self.replies.get(corpus.generation, key, retrieval_pb2.RetrieveResponse) if key else None
         if reply is None:
-            frame = convert.frame_from_proto(request.frame, request.query) if has_frame else None
-            result = await run_cheap_first(
-                context, self.app.executor, retriever.retrieve, request.query, request.drug_id,
-                request.section_key, frame, FrameMemo(), try_inline=cheap,
-            )
+            if has_frame:
+                reading = Reading(convert.frame_from_proto(request.frame, request.query))
+            else:
+                reading = await run(
+                    context,
+                    executor,
+                    requests.read_request,
+                    request.query,
+                    request.drug_id,
+                    request.section_key,
+                    corpus,
+                    try_inline=cheap,
+                )
+                others = (
+                    conflicting_drugs(reading.frame, request.drug_id, corpus.catalog)
+                    if request.drug_id
+                    else []
+                )
+                if others:
+                    raise invalid_argument(
+                        "the query names another drug than drug_id",
+                        (
+                            "query",
+                            f"names {L.echo(', '.join(others))}, but drug_id is '{request.drug_id}'; "
+                            "send one drug, or drop drug_id to let the query decide",
+                        ),
+                    )
+            result = await run(context, executor, retrieve, reading, corpus, providers, try_inline=cheap)
             reply = convert.retrieve_response(result)
             if key and result.route in _STABLE_ROUTES and result.decision.reason != Reason.CORPUS_NOT_LOADED:
-                self.replies.put(retriever.generation, key, reply)
+                self.replies.put(corpus.generation, key, reply)
         note_decision(reply.decision)  # counted by the metrics when the call ends
         self._trace(RetrievalTrace.from_retrieve, request, reply, started)
         return reply
@@ -153,15 +170,17 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         v = Violations()
         v.check_indication("indication", request.indication)
         v.raise_if_any()
-        retriever = self.app.retriever()
+        corpus = self.app.corpus
         text = request.indication.strip()
         key = ("indication", text)
-        reply = self.replies.get(retriever.generation, key, retrieval_pb2.LookupIndicationResponse)
+        reply = self.replies.get(corpus.generation, key, retrieval_pb2.LookupIndicationResponse)
         if reply is None:
-            result = await run_cheap_first(context, self.app.executor, retriever.lookup_indication, text)
+            result = await run(
+                context, self.app.executor, requests.lookup_indication, text, corpus, self.app.providers
+            )
             reply = convert.indication_response(result)
             if result.decision.reason != Reason.CORPUS_NOT_LOADED:
-                self.replies.put(retriever.generation, key, reply)
+                self.replies.put(corpus.generation, key, reply)
         note_decision(reply.decision)
         self._trace(RetrievalTrace.from_lookup_indication, request, reply, started)
         return reply
@@ -181,9 +200,14 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         if facts.empty:
             v.add("patient", "state at least one patient fact (medications, conditions, age, pregnancy, ...)")
         v.raise_if_any()
-        retriever = self.app.retriever()
-        result = await run_blocking(
-            context, self.app.executor, retriever.assess_patient, list(request.drug_ids), facts
+        result = await run(
+            context,
+            self.app.executor,
+            requests.assess_patient,
+            list(request.drug_ids),
+            facts,
+            self.app.corpus,
+            self.app.providers,
         )
         reply = convert.assessment_response(result)
         note_decision(reply.decision)
@@ -193,8 +217,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     async def ListDrugs(
         self, request: retrieval_pb2.ListDrugsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> retrieval_pb2.ListDrugsResponse:
-        retriever = self.app.retriever()
-        drugs = await run_cheap_first(context, self.app.executor, retriever.list_drugs)
+        drugs = requests.list_drugs(self.app.corpus)
         if drugs is None:
             raise failed_precondition("no corpus is loaded yet; ingest a formulary PDF first", "corpus")
         return convert.drug_list(drugs)

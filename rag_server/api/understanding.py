@@ -1,4 +1,5 @@
-"""UnderstandingService: question -> QueryFrame (deterministic: catalog, section phrases, patient rules)."""
+"""UnderstandingService: question (+ conversation) -> the QueryFrame Ask would act on: the same reading, by
+the same understander, with the same earlier turns (answer.pipeline.understand)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,21 @@ from typing import Any
 
 import grpc
 
-from rag_server.answer.memory import ConversationNotOwned
+from rag_server.answer.memory import ConversationNotOwned, prior_of
+from rag_server.answer.pipeline import understand
 from rag_server.api import convert
 from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
-from rag_server.api.work import run_cheap_first
+from rag_server.api.work import schedule
 from rag_server.app import App
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
 from rag_server.observability.hooks import note_question
+from rag_server.providers.base import MalformedOutput, ProviderError
 from rag_server.reasons import make_decision
-from rag_server.retrieval.retriever import Retriever
 from rag_server.retrieval.timing import Timings
 from rag_server.security.auth import conversation_owner
-from rag_server.understanding.frame import Understanding
-
-
-def _understand(retriever: Retriever, query: str, timings: Timings) -> tuple[Understanding, bool]:
-    return retriever.understand(query, timings), retriever.loaded()
+from rag_server.understanding.frame import Prior, SituationKind
 
 
 class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer):
@@ -38,31 +36,41 @@ class UnderstandingServicer(understanding_pb2_grpc.UnderstandingServiceServicer)
         v.check_query("query", request.query)
         v.check_conversation_id("conversation_id", request.conversation_id)
         v.raise_if_any()
+        parts = self.app.answers
+        assert parts is not None, "the app was not started"
+        prior = Prior()
         if request.conversation_id:
-            await self._check_owner(request.conversation_id)
-        retriever = self.app.retriever()
+            try:
+                turns = await parts.memory.recent(request.conversation_id, parts.config.memory_turns,
+                                                  conversation_owner())
+            except ConversationNotOwned as exc:
+                raise conversation_not_owned(exc.conversation_id) from None
+            prior = prior_of(turns)
+        corpus = self.app.corpus
         timings = Timings()
-        understanding, loaded = await run_cheap_first(
-            context, self.app.executor, _understand, retriever, request.query, timings,
-            try_inline=len(request.query) <= self.app.settings.inline_query_chars,
-        )
+        cheap = len(request.query) <= self.app.settings.inline_query_chars
+        with timings.stage("understand"):
+            try:
+                reading = await understand(request.query, prior, corpus, parts.understander,
+                                           schedule(context, self.app.executor, try_inline=cheap))
+            except (ProviderError, MalformedOutput) as exc:
+                reason = (Reason.UNDERSTANDING_PROVIDER_UNAVAILABLE if isinstance(exc, ProviderError)
+                          else Reason.UNDERSTANDING_MALFORMED_OUTPUT)
+                return understanding_pb2.UnderstandResponse(decision=convert.decision(make_decision(reason)))
         response = understanding_pb2.UnderstandResponse(
-            frame=convert.frame(understanding.frame), timings=convert.timings(timings)
+            frame=convert.frame(reading.frame), timings=convert.timings(timings)
         )
-        if understanding.reason:
-            decided = make_decision(understanding.reason, detail=understanding.detail)
+        situation = reading.frame.situation
+        if situation.kind is SituationKind.HARM:
+            response.decision.CopyFrom(convert.decision(make_decision(Reason.HARMFUL_REQUEST)))
+        elif situation.emergency:
+            decided = make_decision(Reason.EMERGENCY, detail=situation.describe())
             response.decision.CopyFrom(convert.decision(decided))
-        elif not loaded:
+        elif reading.reason:
+            decided = make_decision(reading.reason, detail=reading.detail)
+            response.decision.CopyFrom(convert.decision(decided))
+        elif not corpus.loaded:
             # Without a corpus no drug name can be resolved: say so rather than a misleading frame.
             response.decision.CopyFrom(convert.decision(make_decision(Reason.CORPUS_NOT_LOADED)))
         return response
 
-    async def _check_owner(self, conversation_id: str) -> None:
-        """Another caller's conversation is PERMISSION_DENIED (CONVERSATION_NOT_OWNED), as for Ask."""
-        parts = self.app.answers
-        if parts is None:
-            return
-        try:
-            await parts.memory.check_owner(conversation_id, conversation_owner())
-        except ConversationNotOwned as exc:
-            raise conversation_not_owned(exc.conversation_id) from None

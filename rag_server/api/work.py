@@ -1,8 +1,16 @@
-"""Where a call's work runs: on the event loop when it is cheap, else on the worker pool with its budget.
+"""Where a call's work runs, decided here and only here: on the event loop when it is cheap, else on the
+worker pool with the call's budget.
 
-`run_blocking(context, fn, *args)` hands `fn` to the worker pool (RAG_MAX_WORKERS threads) with a Budget
-holding the call's deadline; when the call is cancelled (client gone, deadline passed, server stopping)
-the budget is marked cancelled and the work stops at its next stage (retrieval/timing.checkpoint).
+`schedule(context, executor)` gives a call its `Schedule` (answer.pipeline.Schedule):
+* `blocking=True` (a network provider: an LLM understander, generator or judge) goes to the pool;
+* anything else is first run on the event loop against the inline views of its Corpus and Providers
+  arguments (retrieval.corpus: their store and providers raise NeedsWorker on any use), and, when it
+  reached one of them, again from the start on the pool with the real ones. A cached whole section, an
+  indication keyword lookup or the offline reading never pays a thread hop; nothing blocking ever runs on
+  the loop, and nothing partial escapes (inline work has no side effects beyond the corpus's caches).
+On the pool the call's Budget (its deadline) travels in a context variable: when the call is cancelled
+(client gone, deadline passed, server stopping) the budget is marked cancelled and the work stops at its
+next stage (retrieval/timing.checkpoint).
 """
 
 from __future__ import annotations
@@ -17,7 +25,8 @@ from typing import Any, TypeVar
 
 import grpc
 
-from rag_server.retrieval.inline import NeedsWorker, inline
+from rag_server.answer.pipeline import Schedule
+from rag_server.retrieval.corpus import Corpus, NeedsWorker, Providers
 from rag_server.retrieval.timing import Budget, current_budget
 
 T = TypeVar("T")
@@ -30,10 +39,7 @@ def budget_for(context: grpc.aio.ServicerContext[Any, Any]) -> Budget:
 
 
 async def run_blocking(
-    context: grpc.aio.ServicerContext[Any, Any],
-    executor: Executor | None,
-    fn: Callable[..., T],
-    *args: Any,
+    context: grpc.aio.ServicerContext[Any, Any], executor: Executor | None, fn: Callable[..., T], *args: Any
 ) -> T:
     budget = budget_for(context)
     token = current_budget.set(budget)
@@ -47,20 +53,28 @@ async def run_blocking(
         current_budget.reset(token)
 
 
-async def run_cheap_first(
-    context: grpc.aio.ServicerContext[Any, Any],
-    executor: Executor | None,
-    fn: Callable[..., T],
-    *args: Any,
-    try_inline: bool = True,
+def _inline(arg: Any) -> Any:
+    return arg.inline() if isinstance(arg, Corpus | Providers) else arg
+
+
+async def run(
+    context: grpc.aio.ServicerContext[Any, Any], executor: Executor | None, fn: Callable[..., T], *args: Any,
+    blocking: bool = False, try_inline: bool = True,
 ) -> T:
-    """`fn(*args)` on the event loop when it needs no blocking work, else (at its first store or provider
-    call, retrieval/inline.py) again from the start on the worker pool. A thread hop costs more than a
-    cached section or an indication keyword lookup; `try_inline=False` goes straight to the pool."""
-    if try_inline:
+    """`fn(*args)` where it belongs (see the module doc)."""
+    if not blocking and try_inline:
         try:
-            with inline():
-                return fn(*args)
+            return fn(*(_inline(a) for a in args))
         except NeedsWorker:
             pass
     return await run_blocking(context, executor, fn, *args)
+
+
+def schedule(context: grpc.aio.ServicerContext[Any, Any], executor: Executor | None,
+             try_inline: bool = True) -> Schedule:
+    """The Schedule of one call (its work on the loop or the pool, with its budget)."""
+
+    async def scheduled(fn: Callable[..., T], *args: Any, blocking: bool = False) -> T:
+        return await run(context, executor, fn, *args, blocking=blocking, try_inline=try_inline)
+
+    return scheduled

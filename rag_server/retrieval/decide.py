@@ -2,9 +2,10 @@
 
 Minimum evidence per score kind (`EvidenceRule`, applied first by `decide_with`): an EXACT item (the
 section route, 1.0 by construction) always counts; an item found by search (LEXICAL, FUSED, RERANK,
-DENSE) counts only when its text contains one of the question's terms (the medical terms of a question
-naming no drug; the content words of a free-form question about a drug), and a DENSE one only at or above
-the rule's floor. Scores of different kinds are never compared with each other. When search found items
+DENSE) counts only when its text carries one of the question's asked terms as whole words (text.carry: the
+medical terms of a question naming no drug; every asked term of a free-form question about a drug), and a
+DENSE one only at or above the rule's floor. Scores of different kinds are never compared with each
+other. When search found items
 but none counts -> ABSTAIN insufficient_retrieval_score.
 Then: no evidence -> ABSTAIN parent_hydration_failed; any item without a source ref (or a ref without a
 printed page) -> ABSTAIN missing_provenance; any item needing a visual check -> VERIFY_PDF with its
@@ -14,11 +15,11 @@ pages; else ANSWERABLE grounded_evidence_available.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag_server.domain import Chunk, Decision, Hit, Reason, ScoreKind
 from rag_server.reasons import make_decision
-from rag_server.text.match import PUNCT, Phrases, word_forms
+from rag_server.text.carry import carries
 
 EvidenceItem = Hit | Chunk
 
@@ -27,22 +28,15 @@ EvidenceItem = Hit | Chunk
 class EvidenceRule:
     """What a searched (not EXACT) item must have to count as evidence."""
 
-    terms: Phrases = field(default_factory=Phrases)  # the item's text contains one (empty: no term rule)
+    terms: tuple[str, ...] = ()  # the item's text carries one (empty: no term rule)
     dense_floor: float = 0.0  # a DENSE item scores at least this
-    loose: bool = False  # the question was typed without diacritics: terms match by their folding alone
 
     def admits(self, hit: Hit) -> bool:
         if hit.score_kind is ScoreKind.EXACT:
             return True
         if hit.score_kind is ScoreKind.DENSE and hit.score < self.dense_floor:
             return False
-        if not self.terms:
-            return True
-        forms = word_forms(hit.chunk.text)
-        if self.loose:  # by folding alone, across punctuation
-            return self.terms.found_in([f for f in forms if f[0] not in PUNCT], loose=True)
-        plain = all(raw == folded for raw, folded in forms)  # a text without diacritics matches loosely
-        return self.terms.found_in(forms, loose=plain)
+        return not self.terms or carries(hit.chunk.text, self.terms)
 
 
 def decide_with(evidence: Sequence[Hit], rule: EvidenceRule) -> tuple[list[Hit], Decision]:

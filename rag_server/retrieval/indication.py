@@ -2,14 +2,16 @@
 
 0. Generic words are no condition: an indication made only of generic words (clinical.toml [generic]:
    "thuốc", "người lớn", "trẻ em"...), stopwords, numbers or symbols gets no drugs (ABSTAIN).
-1. Keyword pass over every chi_dinh prose chunk (a scroll): the normalized indication must occur as a
+1. Keyword pass over every prose chunk of the indication section (the corpus's indication index): the
+   normalized indication must occur as a
    contiguous, word-boundary phrase in the chunk's words (not a substring, not a token subset); a
    phrase word typed with diacritics must match them. Score 1 + 1/(1+position) + 1/(1 + words/40).
 2. Synonym pass, only when the keyword pass finds nothing: the conditions the indication names through
    clinical.toml ("huyết áp cao" -> "tăng huyết áp") are looked for by their formulary names and synonyms;
    a chunk naming more of the conditions asked about scores one more per extra condition.
-3. Dense fallback only when both find nothing, and only for an indication with a non-generic word: chi_dinh
-   prose only, hits below the corpus's calibrated floor (manifest.indication_dense_floor, set at ingest
+3. Dense fallback only when both find nothing, and only for an indication with a non-generic word:
+   indication prose only, hits below the corpus's calibrated floor (manifest.indication_dense_floor, set
+   at ingest
    for its embedder; none -> no dense fallback) discarded: dense search always returns neighbours.
 Chunks are grouped by drug_id taking the MAX score (never a sum or count), capped at
 indication_candidate_limit drugs x indication_evidence_per_drug chunks.
@@ -19,116 +21,24 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from rag_server.domain import Chunk, ChunkKind, Hit, Reason, ScoreKind
+from rag_server.domain import ChunkKind, Hit, Reason, ScoreKind
 from rag_server.reasons import make_decision
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.decide import decide
-from rag_server.retrieval.inline import needs_worker
+from rag_server.retrieval.indication_index import IndicationIndex, keyword_pass
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import IndicationCandidate, IndicationResult, IndicationStage
 from rag_server.retrieval.timing import Timings
+from rag_server.retrieval.vectors import query_vector
 from rag_server.store.base import ChunkFilter
-from rag_server.text.match import Tok, compatible, tokenize, words
-from rag_server.understanding.frame import strip_indication_head
+from rag_server.text.match import tokenize
+from rag_server.understanding.indication import strip_indication_head
 from rag_server.understanding.scope import content_words, only_generic
 from rag_server.vocabulary.clinical import ConditionSpec
 
-if TYPE_CHECKING:
-    from rag_server.retrieval.retriever import Retriever
-
 log = logging.getLogger("rag_server.retrieval.indication")
-
-INDICATION_SECTION = "chi_dinh"
-
-
-@dataclass(frozen=True)
-class PreparedChunk:
-    """A chi_dinh chunk with its words tokenized once (cached per served generation)."""
-
-    chunk: Chunk
-    words: tuple[Tok, ...]
-    folded: tuple[str, ...]
-    positions: Mapping[str, tuple[int, ...]]  # folded word -> its word offsets in the chunk
-
-
-def prepare(chunks: Sequence[Chunk]) -> list[PreparedChunk]:
-    out: list[PreparedChunk] = []
-    for c in chunks:
-        toks = tuple(words(tokenize(c.text)))
-        folded = tuple(t.folded for t in toks)
-        positions: dict[str, list[int]] = defaultdict(list)
-        for i, word in enumerate(folded):
-            positions[word].append(i)
-        out.append(PreparedChunk(c, toks, folded, {w: tuple(at) for w, at in positions.items()}))
-    return out
-
-
-def keyword_score(position: int, word_count: int) -> float:
-    return 1.0 + 1.0 / (1.0 + position) + 1.0 / (1.0 + word_count / 40.0)
-
-
-def phrase_hits(phrase_words: Sequence[Tok], chunk: PreparedChunk) -> list[int]:
-    """Word offsets of the phrase in the chunk (contiguous, word-boundary exact on the folded words, from
-    where its first word occurs), then the accent check."""
-    folded = tuple(t.folded for t in phrase_words)
-    if not folded:
-        return []
-    n = len(folded)
-    return [
-        i
-        for i in chunk.positions.get(folded[0], ())
-        if chunk.folded[i : i + n] == folded
-        and all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk.words[i:], strict=False))
-    ]
-
-
-def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> list[Hit]:
-    phrase_words = words(tokenize(indication))
-    if not phrase_words:
-        return []
-    hits: list[Hit] = []
-    for item in chunks:
-        prepared = item if isinstance(item, PreparedChunk) else prepare([item])[0]
-        positions = phrase_hits(phrase_words, prepared)
-        if positions:
-            score = keyword_score(positions[0], len(prepared.words))
-            hits.append(Hit(prepared.chunk, score, ScoreKind.LEXICAL))
-    hits.sort(key=lambda h: (-h.score, h.chunk.chunk_id))
-    return hits
-
-
-@dataclass(frozen=True)
-class IndicationIndex:
-    """Every chi_dinh prose chunk of the served generation, tokenized once, with an inverted index of its
-    folded words: a phrase is looked for only in the chunks holding all of its words, so a lookup costs the
-    chunks that could match, not the whole book. An indication none of whose words occurs there has nothing
-    near it: the dense fallback is not tried."""
-
-    chunks: tuple[PreparedChunk, ...] = ()
-    postings: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # folded word -> chunk positions
-
-    @classmethod
-    def of(cls, chunks: Sequence[Chunk]) -> IndicationIndex:
-        prepared = prepare(
-            [c for c in chunks if c.section_key == INDICATION_SECTION and c.chunk_kind is ChunkKind.PROSE]
-        )
-        postings: dict[str, list[int]] = defaultdict(list)
-        for i, p in enumerate(prepared):
-            for word in dict.fromkeys(p.folded):
-                postings[word].append(i)
-        return cls(tuple(prepared), {w: tuple(ids) for w, ids in postings.items()})
-
-    def containing(self, text: str) -> list[PreparedChunk]:
-        """The chunks holding every word of `text` (folded), in index order."""
-        folded = list(dict.fromkeys(t.folded for t in words(tokenize(text))))
-        if not folded:
-            return []
-        lists = sorted((self.postings.get(w, ()) for w in folded), key=len)
-        common = set(lists[0]).intersection(*lists[1:])
-        return [self.chunks[i] for i in sorted(common)]
 
 
 def synonym_pass(index: IndicationIndex, conditions: Sequence[ConditionSpec]) -> list[Hit]:
@@ -147,19 +57,22 @@ def synonym_pass(index: IndicationIndex, conditions: Sequence[ConditionSpec]) ->
     return hits
 
 
-def dense_pass(r: Retriever, indication: str, floor: float, timings: Timings) -> tuple[list[Hit], float]:
+def dense_pass(
+    indication: str, corpus: Corpus, providers: Providers, floor: float, timings: Timings
+) -> tuple[list[Hit], float]:
     """(hits at or above the corpus's floor, best raw score seen) - the second for logs and tuning.
-    The query is phrased like the chi_dinh text it is compared with (the template the floor was calibrated
-    with: clinical.toml [calibration])."""
+    The query is phrased like the indication text it is compared with (the template the floor was
+    calibrated with: clinical.toml [calibration])."""
     with timings.stage("embed"):
-        vector = r.query_vector(r.language.clinical.calibration.template.format(indication))
+        template = corpus.language.clinical.calibration.template
+        vector = query_vector(corpus, providers, template.format(indication))
     assert vector is not None
-    needs_worker("store")
     with timings.stage("search"):
-        hits = r.store.search_dense(
+        section = corpus.language.vocabulary.roles.indication
+        hits = corpus.store.search_dense(
             vector,
-            ChunkFilter(section_keys=(INDICATION_SECTION,), chunk_kind=ChunkKind.PROSE.value),
-            r.policy.indication_retrieval_limit,
+            ChunkFilter(section_keys=(section,), chunk_kind=ChunkKind.PROSE.value),
+            corpus.policy.indication_retrieval_limit,
         )
     best = hits[0].score if hits else 0.0
     return [h for h in hits if h.score >= floor], best
@@ -190,14 +103,16 @@ def group_by_drug(hits: Sequence[Hit], policy: EvidencePolicy) -> list[Indicatio
 NO_CONDITION = "không có tên bệnh hay tình trạng nào để tra"
 
 
-def lookup(r: Retriever, indication: str, timings: Timings) -> IndicationResult:
+def lookup(indication: str, corpus: Corpus, providers: Providers, timings: Timings) -> IndicationResult:
     """Conditions only: generic words get no drugs; keyword pass, then synonyms, then the dense fallback."""
-    language = r.language
+    language = corpus.language
+    if not corpus.loaded:
+        return IndicationResult(make_decision(Reason.CORPUS_NOT_LOADED), indication=indication)
     toks = tokenize(indication)
     if only_generic(toks, language):
         decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE, detail=NO_CONDITION)
         return IndicationResult(decision, [], indication=indication)
-    index = r.indications
+    index = corpus.indications
     phrases = list(dict.fromkeys([indication.strip(), strip_indication_head(indication, language.rules)]))
     hits: list[Hit] = []
     with timings.stage("keyword"):
@@ -211,14 +126,14 @@ def lookup(r: Retriever, indication: str, timings: Timings) -> IndicationResult:
             named = language.clinical.only_conditions(toks, language.fillers)
             hits = synonym_pass(index, named)
         stage = IndicationStage.SYNONYM if hits else IndicationStage.NONE
-    floor = r.manifest.indication_dense_floor if r.manifest is not None else 0.0
+    floor = corpus.indication_dense_floor
     near = [t.folded for t in content_words(toks, language) if t.folded in index.postings]
-    if not hits and r.embedder is not None and floor > 0 and near:
-        hits, best = dense_pass(r, indication, floor, timings)
+    if not hits and providers.embedder is not None and floor > 0 and near:
+        hits, best = dense_pass(indication, corpus, providers, floor, timings)
         log.info("indication dense fallback: best %.4f, floor %.4f, %d kept", best, floor, len(hits))
         stage = IndicationStage.DENSE if hits else IndicationStage.NONE
     with timings.stage("group"):
-        candidates = group_by_drug(hits, r.policy)
+        candidates = group_by_drug(hits, corpus.policy)
     if not candidates:
         decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE)
         return IndicationResult(decision, [], match_stage=stage, indication=indication)

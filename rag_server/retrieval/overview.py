@@ -4,11 +4,9 @@ vocabulary's intro sections."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rag_server.domain import ChunkKind, Hit, ScoreKind
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.decide import decide
-from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.timing import Timings
@@ -16,12 +14,8 @@ from rag_server.store.base import ChunkFilter, Store
 from rag_server.understanding.frame import QueryFrame
 from rag_server.vocabulary import Vocabulary
 
-if TYPE_CHECKING:
-    from rag_server.retrieval.retriever import Retriever
-
 
 def overview_hits(store: Store, drug_id: str, vocabulary: Vocabulary, intro_only: bool) -> list[Hit]:
-    needs_worker("store")
     chunks = store.scroll(ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value))
     if intro_only:
         keep = set(vocabulary.intro_sections)
@@ -30,14 +24,16 @@ def overview_hits(store: Store, drug_id: str, vocabulary: Vocabulary, intro_only
     return [Hit(chunk=chunk, score=1.0, score_kind=ScoreKind.EXACT) for chunk in chunks]
 
 
-def overview_route(r: Retriever, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+def overview_route(
+    frame: QueryFrame, corpus: Corpus, providers: Providers, timings: Timings
+) -> RetrievalResult:
     """A bare drug name: its intro sections, packed to the token budget."""
     evidence: list[Hit] = []
     for drug_id in frame.drug_ids:
         with timings.stage("scroll"):
-            evidence.extend(overview_hits(r.store, drug_id, r.language.vocabulary, intro_only=True))
+            evidence.extend(overview_hits(corpus.store, drug_id, corpus.language.vocabulary, intro_only=True))
     with timings.stage("pack"):
-        packed = pack_evidence(evidence, r.policy.max_context_tokens)
+        packed = pack_evidence(evidence, corpus.policy.max_context_tokens)
     with timings.stage("decide"):
         decision = decide(packed.kept)
     return RetrievalResult(decision, packed.kept, packed.omitted_ids, Route.DRUG_OVERVIEW)

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from rag_server.domain import Chunk, DecisionKind, FactMatch, Hit, MatchKind, Reason, ScoreKind
 from rag_server.reasons import make_decision
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.decide import decide
-from rag_server.retrieval.inline import needs_worker
 from rag_server.retrieval.interactions import ChunkWords, best_chunks
 from rag_server.retrieval.lexical import anchor_matches
 from rag_server.retrieval.policy import EvidencePolicy
@@ -39,20 +38,12 @@ from rag_server.store.base import ChunkFilter, Store
 from rag_server.text.match import Phrase, phrase, tokenize
 from rag_server.understanding.catalog import Catalog
 from rag_server.understanding.drug_classes import ClassIndex
+from rag_server.understanding.frame import PatientFacts, QueryFrame
 from rag_server.understanding.medications import MedicationName, read_medications
-from rag_server.understanding.patient import FactAnchors, PatientFacts, dosage_anchors, warning_anchors
+from rag_server.understanding.patient import FactAnchors, dosage_anchors, warning_anchors
 from rag_server.vocabulary import Vocabulary
 from rag_server.vocabulary.clinical import ClinicalVocabulary
 from rag_server.vocabulary.rules import Rules
-
-if TYPE_CHECKING:
-    from rag_server.retrieval.retriever import Retriever
-
-INTERACTION_SECTIONS = ("tuong_tac_thuoc",)
-WARNING_SECTIONS = ("chong_chi_dinh", "than_trong")
-DOSAGE_SECTIONS = ("lieu_luong_va_cach_dung",)
-PREGNANCY_SECTION = "thoi_ky_mang_thai"
-BREASTFEEDING_SECTION = "thoi_ky_cho_con_bu"
 
 
 @dataclass
@@ -135,10 +126,14 @@ def lexical_facet(
                 if not budget.admit(section_key):
                     break
                 kinds = [MatchKind.EXACT if m.folded == typed.folded else MatchKind.SYNONYM for m in matched]
-                picked.add(chunk, score, [
-                    FactMatch(fact.label, fact.label, m.text, kind, chunk.chunk_id)
-                    for m, kind in zip(matched, kinds, strict=True)
-                ])
+                picked.add(
+                    chunk,
+                    score,
+                    [
+                        FactMatch(fact.label, fact.label, m.text, kind, chunk.chunk_id)
+                        for m, kind in zip(matched, kinds, strict=True)
+                    ],
+                )
     return picked.ordered(sections), picked.matches
 
 
@@ -156,7 +151,11 @@ def medication_facet(
         for section_key in sections:
             candidates = [t for t in texts if t.chunk.section_key == section_key]
             found = best_chunks(
-                medication, candidates, ctx.catalog, ctx.classes, ctx.clinical.medication,
+                medication,
+                candidates,
+                ctx.catalog,
+                ctx.classes,
+                ctx.clinical.medication,
                 ctx.policy.safety_hits_per_section,
             )
             for text, matches in found:
@@ -194,11 +193,14 @@ class PatientReading:
     dosage: list[FactAnchors]
 
 
-def read_patient(facts: PatientFacts, ctx: PatientContext) -> PatientReading:
+def read_patient(
+    facts: PatientFacts, medications: Sequence[MedicationName], ctx: PatientContext
+) -> PatientReading:
+    """The anchors of each fact (the frame has the medications already read as typed)."""
     return PatientReading(
         facts,
-        read_medications(facts.current_medications, ctx.clinical.medication, ctx.catalog),
-        read_medications(facts.allergies, ctx.clinical.medication, ctx.catalog),
+        list(medications),
+        read_medications(list(facts.allergies), ctx.clinical.medication, ctx.catalog),
         with_synonyms(warning_anchors(facts, ctx.rules), ctx.clinical),
         with_synonyms(dosage_anchors(facts, ctx.rules), ctx.clinical),
     )
@@ -209,62 +211,70 @@ def assess_candidate(
 ) -> CandidateResult:
     catalog = ctx.catalog
     if drug_id not in catalog.drugs:
-        return CandidateResult(
-            drug_id, drug_id, [], make_decision(Reason.DRUG_NOT_FOUND, detail=drug_id)
-        )
+        return CandidateResult(drug_id, drug_id, [], make_decision(Reason.DRUG_NOT_FOUND, detail=drug_id))
     facts = reading.facts
     medications, allergens, warnings, dosage = (
-        reading.medications, reading.allergens, reading.warnings, reading.dosage
+        reading.medications,
+        reading.allergens,
+        reading.warnings,
+        reading.dosage,
     )
+    roles = ctx.vocabulary.roles
+    interaction_sections, warning_sections = roles.interaction_facet, roles.warning_facet
+    dosage_sections = roles.dosage_facet
     wanted = [
-        *(INTERACTION_SECTIONS if medications else ()),
-        *(WARNING_SECTIONS if warnings or allergens else ()),
-        *(DOSAGE_SECTIONS if dosage else ()),
+        *(interaction_sections if medications else ()),
+        *(warning_sections if warnings or allergens else ()),
+        *(dosage_sections if dosage else ()),
     ]
-    needs_worker("store")
     chunks = store.scroll(ChunkFilter(drug_id=drug_id, section_keys=tuple(wanted))) if wanted else []
     budget = _SectionBudget(ctx.policy.safety_sections_per_candidate, [])
     facets: list[FacetResult] = []
     # The whole-section facets first: pregnancy / breastfeeding answers are exact lookups.
     for wanted_flag, facet, section_key in (
-        (facts.pregnant, Facet.PREGNANCY, PREGNANCY_SECTION),
-        (facts.breastfeeding, Facet.BREASTFEEDING, BREASTFEEDING_SECTION),
+        (facts.pregnant, Facet.PREGNANCY, roles.pregnancy),
+        (facts.breastfeeding, Facet.BREASTFEEDING, roles.breastfeeding),
     ):
         if wanted_flag:
             status, kept = _status(section_hits(store, drug_id, section_key))
             facets.append(FacetResult(facet, status, kept, ctx.vocabulary.title(section_key)))
     if facts.current_medications:
-        hits, matches = medication_facet(chunks, INTERACTION_SECTIONS, medications, ctx, budget)
+        hits, matches = medication_facet(chunks, interaction_sections, medications, ctx, budget)
         query = "; ".join(dict.fromkeys(m.name for m in medications)) or "; ".join(facts.current_medications)
         facets.append(_facet(Facet.INTERACTION, hits, matches, query))
     if warnings or allergens:
-        hits, matches = lexical_facet(chunks, WARNING_SECTIONS, warnings, ctx.policy, budget)
-        more, more_matches = medication_facet(chunks, WARNING_SECTIONS, allergens, ctx, budget)
+        hits, matches = lexical_facet(chunks, warning_sections, warnings, ctx.policy, budget)
+        more, more_matches = medication_facet(chunks, warning_sections, allergens, ctx, budget)
         seen = {h.chunk.chunk_id for h in hits}
-        hits = sorted([*hits, *(h for h in more if h.chunk.chunk_id not in seen)],
-                      key=lambda h: (WARNING_SECTIONS.index(h.chunk.section_key), h.chunk.part_index))
-        labels = [f.label for f in warnings] + [a.name for a in allergens if a.name not in
-                                                 {f.label for f in warnings}]
+        hits = sorted(
+            [*hits, *(h for h in more if h.chunk.chunk_id not in seen)],
+            key=lambda h: (warning_sections.index(h.chunk.section_key), h.chunk.part_index),
+        )
+        labels = [f.label for f in warnings] + [
+            a.name for a in allergens if a.name not in {f.label for f in warnings}
+        ]
         facets.append(_facet(Facet.WARNING, hits, [*matches, *more_matches], "; ".join(labels)))
     if dosage:
-        hits, matches = lexical_facet(chunks, DOSAGE_SECTIONS, dosage, ctx.policy, budget)
+        hits, matches = lexical_facet(chunks, dosage_sections, dosage, ctx.policy, budget)
         facets.append(_facet(Facet.DOSAGE_CONTEXT, hits, matches, "; ".join(f.label for f in dosage)))
     evidence = [h for f in facets for h in f.evidence]
     decision = decide(evidence) if evidence else make_decision(Reason.INSUFFICIENT_EVIDENCE)
     return CandidateResult(drug_id, catalog.display_name(drug_id), facets, decision)
 
 
-def assess(r: Retriever, drug_ids: Sequence[str], facts: PatientFacts, timings: Timings) -> AssessmentResult:
+def assess(frame: QueryFrame, corpus: Corpus, providers: Providers, timings: Timings) -> AssessmentResult:
     """Every facet of the patient's facts against each drug's own sections (never creates candidates)."""
-    assert r.catalog is not None and r.classes is not None
-    language = r.language
+    if not corpus.loaded:
+        return AssessmentResult(make_decision(Reason.CORPUS_NOT_LOADED))
+    assert corpus.catalog is not None and corpus.classes is not None
+    language = corpus.language
     ctx = PatientContext(
-        r.catalog, language.rules, language.clinical, r.classes, r.policy, language.vocabulary
+        corpus.catalog, language.rules, language.clinical, corpus.classes, corpus.policy, language.vocabulary
     )
     with timings.stage("read_facts"):
-        reading = read_patient(facts, ctx)
+        reading = read_patient(frame.patient, frame.medications, ctx)
     with timings.stage("assess"):
-        candidates = [assess_candidate(r.store, ctx, d, reading) for d in drug_ids]
+        candidates = [assess_candidate(corpus.store, ctx, d, reading) for d in frame.drug_ids]
     evidence = [h for c in candidates for f in c.facets for h in f.evidence]
     with timings.stage("decide"):
         if evidence:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rag_server.domain import Decision, FactMatch, Hit, ScoreKind
+from rag_server.providers.rerank.breaker import BreakerState
 from rag_server.retrieval.timing import Timings
 from rag_server.understanding.frame import QueryFrame
 
@@ -19,6 +20,7 @@ class Route(StrEnum):
     NONE = "none"
     INDICATION = "indication"
     PATIENT = "patient"
+    EFFECT = "effect"  # "does X cause Y": X's effect sections, read whole
 
 
 @dataclass
@@ -29,7 +31,10 @@ class RetrievalResult:
     route: Route = Route.NONE
     timings: Timings = field(default_factory=Timings)
     frame: QueryFrame | None = None
-    reranker_state: str = ""
+    reranker_state: BreakerState | None = None  # None unless the route used the reranker
+    assessment: AssessmentResult | None = None  # the patient route's facets
+    candidates: list[IndicationCandidate] = field(default_factory=list)  # the indication route's drugs
+    read_sections: tuple[tuple[str, str], ...] = ()  # (drug_id, section_key) read whole (the effect route)
 
 
 @dataclass

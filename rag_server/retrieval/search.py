@@ -8,22 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rag_server.domain import Hit, ScoreKind
-from rag_server.providers.base import RerankDoc, Reranker
+from rag_server.providers.base import RerankDoc
 from rag_server.providers.rerank.breaker import BreakerState
-from rag_server.providers.rerank.guarded import GuardedReranker
-from rag_server.retrieval.inline import needs_worker
+from rag_server.providers.rerank.guarded import Ranker
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.packing import pack_evidence
 from rag_server.retrieval.timing import Timings
+from rag_server.retrieval.vectors import query_vector
 from rag_server.store.base import ChunkFilter
-from rag_server.text.bm25 import query_vector
+from rag_server.text.bm25 import query_vector as sparse_query
 
-if TYPE_CHECKING:
-    from rag_server.retrieval.retriever import Retriever
 
 @dataclass
 class Candidates:
@@ -31,25 +29,28 @@ class Candidates:
     vector: list[float] | None  # the dense query vector (None without an embedder)
 
 
-def search_candidates(r: Retriever, query: str, flt: ChunkFilter, limit: int, timings: Timings) -> Candidates:
-    """Hybrid (sparse + dense, RRF) when an embedder is configured, else BM25 alone."""
-    sparse = query_vector(query)
-    needs_worker("store")
-    if r.embedder is None:
+def search_candidates(
+    query: str, dense_text: str, corpus: Corpus, providers: Providers, flt: ChunkFilter, limit: int,
+    timings: Timings,
+) -> Candidates:
+    """Hybrid (sparse + dense, RRF) when an embedder is configured, else BM25 alone. `dense_text` is what the
+    dense query embeds (a bounded head of the question that keeps its asked terms)."""
+    sparse = sparse_query(query)
+    if providers.embedder is None:
         with timings.stage("search"):
-            return Candidates(r.store.search_sparse(sparse, flt, limit), None)
+            return Candidates(corpus.store.search_sparse(sparse, flt, limit), None)
     with timings.stage("embed"):
-        dense = r.query_vector(query)
+        dense = query_vector(corpus, providers, dense_text)
     assert dense is not None
     with timings.stage("search"):
-        return Candidates(r.store.search_hybrid(dense, sparse, flt, limit), dense)
+        return Candidates(corpus.store.search_hybrid(dense, sparse, flt, limit), dense)
 
 
-def dense_scores(r: Retriever, candidates: Candidates, timings: Timings) -> list[float] | None:
+def dense_scores(providers: Providers, candidates: Candidates, timings: Timings) -> list[float] | None:
     """Cosine of each candidate with the query, for a reranker that blends them (`uses_dense_scores`): the
     dot product of the unit query vector with the candidate's stored (unit) vector, which the search
     returned with it; a candidate without one gets the lowest cosine of the others (it ranks below them)."""
-    if candidates.vector is None or not candidates.hits or not uses_dense_scores(r.reranker):
+    if candidates.vector is None or not candidates.hits or not uses_dense_scores(providers.reranker):
         return None
     with timings.stage("dense_scores"):
         query = np.asarray(candidates.vector, dtype=np.float64)
@@ -66,7 +67,7 @@ def dense_scores(r: Retriever, candidates: Candidates, timings: Timings) -> list
     return [floor if s is None else s for s in found]
 
 
-def uses_dense_scores(reranker: Reranker | None) -> bool:
+def uses_dense_scores(reranker: Ranker | None) -> bool:
     return reranker is not None and reranker.uses_dense_scores
 
 
@@ -74,25 +75,23 @@ def uses_dense_scores(reranker: Reranker | None) -> bool:
 class Ranked:
     kept: list[Hit] = field(default_factory=list)
     omitted_ids: list[str] = field(default_factory=list)
-    reranker_state: str = BreakerState.DISABLED.value
+    reranker_state: BreakerState = BreakerState.DISABLED
     reranked: bool = False
 
 
-def reranker_state(reranker: Reranker | None) -> str:
-    if reranker is None:
-        return BreakerState.DISABLED.value
-    return reranker.state.value if isinstance(reranker, GuardedReranker) else BreakerState.CLOSED.value
+def reranker_state(reranker: Ranker | None) -> BreakerState:
+    return BreakerState.DISABLED if reranker is None else reranker.state
 
 
 def rerank_hits(
     query: str,
     hits: Sequence[Hit],
-    reranker: Reranker | None,
+    reranker: Ranker | None,
     top_k: int,
     timings: Timings,
     dense: Sequence[float] | None = None,
     prior: Mapping[str, float] | None = None,
-) -> tuple[list[Hit], str, bool]:
+) -> tuple[list[Hit], BreakerState, bool]:
     """(top_k hits best first, breaker state, whether the reranker's order was used).
 
     `prior` (section_key -> bonus, see freeform.py) reorders the reranker's scores before the top_k cut;
@@ -104,18 +103,9 @@ def rerank_hits(
         for i, h in enumerate(hits)
     ]
     asked = len(hits) if prior else top_k  # with a prior, score every candidate before cutting
-    needs_worker("reranker")
     with timings.stage("rerank"):
-        if isinstance(reranker, GuardedReranker):
-            outcome = reranker.rerank_guarded(query, docs, asked)
-            order, state, applied = outcome.order, outcome.state.value, outcome.applied
-        else:  # an unguarded reranker (tests): failures still fall back
-            try:
-                order = [(i, s) for i, s in reranker.rerank(query, docs, asked)]
-                state, applied = BreakerState.CLOSED.value, True
-            except Exception:
-                fallback: list[tuple[int, float | None]] = [(i, None) for i in range(min(top_k, len(hits)))]
-                order, state, applied = fallback, BreakerState.OPEN.value, False
+        outcome = reranker.rerank_guarded(query, docs, asked)
+    order, state, applied = outcome.order, outcome.state, outcome.applied
     if prior and applied and all(score is not None for _, score in order):
         indices = [i for i, _ in order]
         scored = order_with_prior([hits[i] for i in indices], [s or 0.0 for _, s in order], prior)
@@ -130,7 +120,7 @@ def rerank_hits(
 def rerank_and_pack(
     query: str,
     hits: Sequence[Hit],
-    reranker: Reranker | None,
+    reranker: Ranker | None,
     top_k: int,
     max_tokens: int,
     timings: Timings,

@@ -3,7 +3,8 @@
 The section route is a payload-filter scroll, never a top-k: every part of the section, prose parts
 by part_index, then the section's block descriptors by table_id; score 1.0 (EXACT) by construction.
 A short section that merely points to another ("Xem mục Quá liều và xử trí.") brings that section too
-(reference.py, one hop). Pooling (than_trong only) adds at most two other sections of the same drug that
+(reference.py, one hop). Pooling (the pooled sections of sections.toml [roles]) adds at most two other
+sections of the same drug that
 match the question's content terms strongly (seed 000 §2).
 """
 
@@ -12,26 +13,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rag_server.domain import Chunk, ChunkKind, Hit, Reason, ScoreKind
 from rag_server.reasons import make_decision
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.decide import decide
-from rag_server.retrieval.inline import needs_worker
-from rag_server.retrieval.lexical import content_terms, matched_terms
+from rag_server.retrieval.lexical import matched_terms
 from rag_server.retrieval.reference import pointer_targets, prose_text
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, SparseVector, Store
 from rag_server.text.bm25 import query_vector
-from rag_server.text.match import Phrase, phrase, tokenize
+from rag_server.text.normalize import tokens
 from rag_server.understanding.frame import QueryFrame
 
-if TYPE_CHECKING:
-    from rag_server.retrieval.retriever import Retriever
-
-_LEXICAL_POOL_ENABLED_SECTIONS = {"than_trong"}
-_LEXICAL_POOL_EXCLUDED_SECTIONS = {"duoc_ly_va_co_che_tac_dung"}
 _LEXICAL_POOL_MIN_SCORE = 5.0  # distinct matched content terms of the question
 _MAX_LEXICAL_POOLED_SECTIONS = 2
 _LEXICAL_POOL_CANDIDATES = 24  # BM25 candidates (same drug) examined by the gate
@@ -49,8 +44,10 @@ def order_section(chunks: Sequence[Chunk]) -> list[Chunk]:
 
 
 def section_hits(store: Store, drug_id: str, section_key: str) -> list[Hit]:
-    needs_worker("store")
-    chunks = store.scroll(ChunkFilter(drug_id=drug_id, section_keys=(section_key,)))
+    """The whole section, with the table images and page boxes an answer shows (an exact scroll)."""
+    chunks = store.scroll(
+        ChunkFilter(drug_id=drug_id, section_keys=(section_key,), with_images=True, with_boxes=True)
+    )
     return [Hit(chunk=c, score=1.0, score_kind=ScoreKind.EXACT) for c in order_section(chunks)]
 
 
@@ -62,32 +59,39 @@ class WholeSection:
     points_to: tuple[str, ...] = ()
 
 
-def whole_section(r: Retriever, drug_id: str, section_key: str) -> WholeSection:
-    """The exact lookup, once per generation: later calls are served from the Retriever's section cache."""
-    return r.sections.get_or_make((drug_id, section_key), lambda: _look_up(r, drug_id, section_key))
+def whole_section(corpus: Corpus, drug_id: str, section_key: str) -> WholeSection:
+    """The exact lookup, once per generation: later calls are served from the corpus's section cache."""
+    found: WholeSection = corpus.sections.get_or_make(
+        (drug_id, section_key), lambda: _look_up(corpus, drug_id, section_key)
+    )
+    return found
 
 
-def _look_up(r: Retriever, drug_id: str, section_key: str) -> WholeSection:
-    hits = tuple(section_hits(r.store, drug_id, section_key))
+def _look_up(corpus: Corpus, drug_id: str, section_key: str) -> WholeSection:
+    hits = tuple(section_hits(corpus.store, drug_id, section_key))
     if not hits:
         return WholeSection(hits)
-    info = r.catalog.drugs.get(drug_id) if r.catalog is not None else None
+    info = corpus.catalog.drugs.get(drug_id) if corpus.catalog is not None else None
     present = set(info.section_keys) if info is not None else set()
     text = prose_text(h.chunk for h in hits)
-    targets = tuple(k for k in pointer_targets(section_key, text, r.language.vocabulary) if k in present)
+    targets = tuple(k for k in pointer_targets(section_key, text, corpus.language.vocabulary) if k in present)
     return WholeSection(hits, targets)
 
 
 def pooled_neighbour_hits(
-    store: Store, drug_id: str, section_key: str, terms: Sequence[str], sparse: SparseVector
+    store: Store,
+    drug_id: str,
+    section_key: str,
+    terms: Sequence[str],
+    sparse: SparseVector,
+    excluded: Sequence[str],
 ) -> list[Hit]:
     """Chunks of at most two other sections of the same drug matching >= 5 distinct content terms.
 
     BM25 (store.search_sparse) ranks the candidates; the matched-term count gates them.
     """
-    if section_key not in _LEXICAL_POOL_ENABLED_SECTIONS or len(terms) < _LEXICAL_POOL_MIN_SCORE:
+    if len(terms) < _LEXICAL_POOL_MIN_SCORE:
         return []
-    needs_worker("store")
     candidates = store.search_sparse(
         sparse, ChunkFilter(drug_id=drug_id, chunk_kind=ChunkKind.PROSE.value), _LEXICAL_POOL_CANDIDATES
     )
@@ -95,7 +99,7 @@ def pooled_neighbour_hits(
     sections: list[str] = []
     for hit in candidates:
         key = hit.chunk.section_key
-        if key == section_key or key in _LEXICAL_POOL_EXCLUDED_SECTIONS:
+        if key == section_key or key in excluded:
             continue
         matched = matched_terms(terms, hit.chunk.text)
         if matched < _LEXICAL_POOL_MIN_SCORE:
@@ -108,23 +112,25 @@ def pooled_neighbour_hits(
     return pooled
 
 
-def section_route(r: Retriever, frame: QueryFrame, timings: Timings) -> RetrievalResult:
+def section_route(
+    frame: QueryFrame, corpus: Corpus, providers: Providers, timings: Timings
+) -> RetrievalResult:
     """The whole section of each drug asked about, in part order, with what it points to and pooling."""
     evidence: list[Hit] = []
     pooled_any = False
     missing: list[str] = []
-    title = r.language.vocabulary.title(frame.section_key)
+    title = corpus.language.vocabulary.title(frame.section_key)
     for drug_id in frame.drug_ids:
         with timings.stage("scroll"):
-            section = whole_section(r, drug_id, frame.section_key)
+            section = whole_section(corpus, drug_id, frame.section_key)
         if not section.hits:
             missing.append(drug_id)
             continue
         evidence.extend(section.hits)
-        evidence.extend(followed(r, drug_id, section, timings))
+        evidence.extend(followed(corpus, drug_id, section, timings))
         if frame.query:
             with timings.stage("pool"):
-                pooled = pool(r, frame, drug_id)
+                pooled = pool(frame, corpus, drug_id)
             pooled_any = pooled_any or bool(pooled)
             evidence.extend(pooled)
     if missing and not evidence:
@@ -133,12 +139,12 @@ def section_route(r: Retriever, frame: QueryFrame, timings: Timings) -> Retrieva
     with timings.stage("decide"):
         decision = decide(evidence)
     if missing:  # never let one drug's section pass for all of them
-        note = f" (Không có mục {title}: {', '.join(missing)})"
-        decision = dataclasses.replace(decision, message=decision.message + note)
+        note = corpus.language.strings.notice("section_missing", section=title, drugs=", ".join(missing))
+        decision = dataclasses.replace(decision, message=f"{decision.message} ({note})")
     return RetrievalResult(decision, evidence, route=Route.SECTION_POOLED if pooled_any else Route.SECTION)
 
 
-def followed(r: Retriever, drug_id: str, section: WholeSection, timings: Timings) -> list[Hit]:
+def followed(corpus: Corpus, drug_id: str, section: WholeSection, timings: Timings) -> list[Hit]:
     """The sections a short section merely points to, whole, in part order, one hop; recorded as the stage
     "follow_reference"."""
     if not section.points_to:
@@ -146,15 +152,24 @@ def followed(r: Retriever, drug_id: str, section: WholeSection, timings: Timings
     out: list[Hit] = []
     with timings.stage("follow_reference"):
         for key in section.points_to:
-            out.extend(whole_section(r, drug_id, key).hits)
+            out.extend(whole_section(corpus, drug_id, key).hits)
     return out
 
 
-def pool(r: Retriever, frame: QueryFrame, drug_id: str) -> list[Hit]:
-    """Bounded cross-section pooling for one drug (than_trong only)."""
-    drop: list[Phrase] = r.catalog.names_of(drug_id) if r.catalog is not None else []
-    match = r.language.vocabulary.resolve_section(r.without_names(frame.query, [drug_id]))
-    if match is not None:
-        drop.append(phrase(match.phrase))
-    terms = content_terms(tokenize(frame.query), r.language.rules.stopwords, drop)
-    return pooled_neighbour_hits(r.store, drug_id, frame.section_key, terms, query_vector(" ".join(terms)))
+def pool_terms(frame: QueryFrame, stopwords: frozenset[str]) -> list[str]:
+    """The distinct content words of the question's asked terms (folded), the pooling gate's terms."""
+    words = [w for term in frame.asked_terms for w in tokens(term.text)]
+    return [w for w in dict.fromkeys(words) if w not in stopwords and len(w) >= 2 and not w.isdigit()]
+
+
+def pool(frame: QueryFrame, corpus: Corpus, drug_id: str) -> list[Hit]:
+    """Bounded cross-section pooling for one drug (the vocabulary's pooled sections only)."""
+    roles = corpus.language.vocabulary.roles
+    if frame.section_key not in roles.pooled:
+        return []
+    terms = pool_terms(frame, corpus.language.rules.stopwords)
+    if len(terms) < _LEXICAL_POOL_MIN_SCORE:
+        return []
+    return pooled_neighbour_hits(
+        corpus.store, drug_id, frame.section_key, terms, query_vector(" ".join(terms)), (roles.pharmacology,)
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 
 from rag_server.config import Settings
-from rag_server.startup import StartupError
+from rag_server.lifecycle import StartupError
 
 
 @dataclass(frozen=True)

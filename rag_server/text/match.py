@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property, lru_cache
@@ -69,6 +69,26 @@ def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
         Tok(raw, f, m.start(), m.end(), loose)
         for m, (raw, f), loose in zip(matches, forms, plain, strict=True)
     ]
+
+
+def word_accents(toks: Sequence[Tok]) -> list[Tok]:
+    """The tokens read word by word for accents (AccentRule.WORD), from tokens read either way."""
+    return [t._replace(loose=t.raw == t.folded and not t.is_punct) for t in toks]
+
+
+def expand(toks: Sequence[Tok], table: Mapping[str, tuple[tuple[str, str], ...]]) -> list[Tok]:
+    """Tokens with each abbreviation of `table` ("ko" -> "không") replaced by the words it stands for, each
+    at the abbreviation's offsets and matching by its folding."""
+    if not table:
+        return list(toks)
+    out: list[Tok] = []
+    for tok in toks:
+        forms = table.get(tok.raw)
+        if forms is None:
+            out.append(tok)
+        else:
+            out.extend(Tok(raw, folded, tok.start, tok.end, True) for raw, folded in forms)
+    return out
 
 
 @dataclass(frozen=True)

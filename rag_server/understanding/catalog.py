@@ -43,10 +43,6 @@ from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllabl
 from rag_server.vocabulary import Vocabulary
 from rag_server.vocabulary.language import Language
 
-INN_SECTION = "ten_chung_quoc_te"
-BRAND_SECTION = "ten_thuong_mai"
-ATC_SECTION = "ma_atc"
-CLASS_SECTION = "loai_thuoc"
 MAX_CLASS_TEXT_CHARS = 400
 _ATC_CODE = re.compile(r"\b[A-Za-z]\d{2}(?:[A-Za-z]{1,2}(?:\d{2})?)?\b")
 MIN_ALIAS_CHARS = 3
@@ -113,6 +109,8 @@ class Mention:
     weak: bool = False  # matched through a distinctive word only (tier WORD)
     stage: MatchStage = MatchStage.EXACT
     tier: Tier = Tier.TITLE  # the best tier of the name matched
+    char_start: int = 0  # [char_start, char_end) in the question (set by the reading)
+    char_end: int = 0
 
     @property
     def ambiguous(self) -> bool:
@@ -352,7 +350,8 @@ def _label_value(text: str, vocabulary: Vocabulary) -> str:
 def inn_names(text: str, vocabulary: Vocabulary) -> list[str]:
     """The INN line's value: label removed, split on ';' and newlines, parentheses as aliases."""
     value = text
-    if ":" in value.split("\n", 1)[0] and vocabulary.heading_key(value.split(":", 1)[0]) == INN_SECTION:
+    inn = vocabulary.roles.inn
+    if ":" in value.split("\n", 1)[0] and vocabulary.heading_key(value.split(":", 1)[0]) == inn:
         value = value.split(":", 1)[1]
     names: list[str] = []
     for part in re.split(r"[;\n]", value):
@@ -417,6 +416,7 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
 
 def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str = "") -> Catalog:
     vocabulary, rules = language.vocabulary, language.rules
+    roles = vocabulary.roles
     by_drug: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_drug[chunk.drug_id].append(chunk)
@@ -425,8 +425,8 @@ def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str =
         names = Counter(c.drug_name for c in items)
         keys = sorted({c.section_key for c in items}, key=lambda k: (vocabulary.order(k), k))
         prose = sorted((c for c in items if c.chunk_kind == ChunkKind.PROSE), key=lambda c: c.part_index)
-        atc = " ".join(c.text for c in prose if c.section_key == ATC_SECTION)
-        kind = " ".join(c.text for c in prose if c.section_key == CLASS_SECTION)
+        atc = " ".join(c.text for c in prose if c.section_key == roles.atc)
+        kind = " ".join(c.text for c in prose if c.section_key == roles.drug_class)
         drugs[drug_id] = DrugInfo(
             drug_id,
             names.most_common(1)[0][0],
@@ -434,7 +434,7 @@ def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str =
             tuple(dict.fromkeys(m.upper() for m in _ATC_CODE.findall(atc))),
             _label_value(kind, vocabulary)[:MAX_CLASS_TEXT_CHARS],
         )
-    common = common_words(chunks, frozenset({BRAND_SECTION, INN_SECTION}))
+    common = common_words(chunks, frozenset({roles.brands, roles.inn}))
 
     entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]] = defaultdict(dict)
     word_sources: list[tuple[str, str]] = []  # (drug_id, title or INN text) whose words may stand alone
@@ -460,10 +460,10 @@ def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str =
     for chunk in sorted(chunks, key=lambda c: (c.drug_id, c.part_index)):
         if chunk.chunk_kind != ChunkKind.PROSE:
             continue
-        if chunk.section_key == INN_SECTION:
+        if chunk.section_key == roles.inn:
             for text in inn_names(chunk.text, vocabulary):
                 add(chunk.drug_id, Tier.INN, text, filter_common=False, words_alone=True)
-        elif chunk.section_key == BRAND_SECTION:
+        elif chunk.section_key == roles.brands:
             for text in brand_names(chunk.text):
                 add(chunk.drug_id, Tier.BRAND, text, filter_common=True)
                 brand_words.append((chunk.drug_id, text))

@@ -1,28 +1,21 @@
-"""The deterministic QueryFrame builder (no LLM): question -> turn type, drugs, section, indication,
-patient facts, missing fields, and (when the frame cannot be acted on) a decision reason.
+"""The reading of a question: one immutable QueryFrame, made once per call by `understanding.reading.read`
+and used by every RPC and every route (nothing downstream reads the question text again).
 
-Order: scope guard -> drug names (catalog) -> section phrase on the question with the drug names
-removed (so a name containing a section word cannot select a section) -> patient facts -> turn type.
+A frame holds what was asked (turn type, drugs with the words that named them and how they matched, the
+section and the cue that asked for it, the asked terms as Vietnamese words and phrases with their
+synonyms, the conditions named), who it is about (patient facts and the patient's groups, medications as
+typed), the situation the question describes (an ingestion, a reaction, intent to harm), and what the
+conversation's earlier turn carried into it. Offsets are character offsets into `query`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 from rag_server.domain import Reason
-from rag_server.text.match import Phrase, Tok, find_any, match_at, text_of, tokenize, words
-from rag_server.understanding.catalog import Catalog, MatchStage, Mention
-from rag_server.understanding.lexicon import drug_like_words
-from rag_server.understanding.patient import PatientFacts, extract_patient
-from rag_server.understanding.scope import looks_non_human, medical_terms, only_generic
-from rag_server.vocabulary.language import Language
-from rag_server.vocabulary.rules import Rules, Template
-
-# Sections a patient fact can also name ("bà bầu" is a pregnancy fact and the pregnancy section).
-_FACT_SECTIONS = {"thoi_ky_mang_thai": "pregnant", "thoi_ky_cho_con_bu": "breastfeeding"}
-_DRUG_PLACEHOLDER = "zzdrugzz"
+from rag_server.understanding.catalog import Mention
+from rag_server.understanding.medications import MedicationName
 
 
 class TurnType(StrEnum):
@@ -36,248 +29,173 @@ class TurnType(StrEnum):
     OUT_OF_SCOPE = "out_of_scope"
 
 
-@dataclass
+class Group(StrEnum):
+    """A group of patients the formulary gives (or does not give) its own text for."""
+
+    INFANT = "infant"  # newborns and children under one year
+    CHILD = "child"
+    ELDERLY = "elderly"
+    PREGNANT = "pregnant"
+    BREASTFEEDING = "breastfeeding"
+    RENAL = "renal_impairment"
+    HEPATIC = "hepatic_impairment"
+
+
+@dataclass(frozen=True)
+class PatientFacts:
+    current_medications: tuple[str, ...] = ()  # drug_ids, or names as typed
+    conditions: tuple[str, ...] = ()  # canonical names (rules.toml conditions and age bands)
+    age_years: int | None = None
+    pregnant: bool = False
+    breastfeeding: bool = False
+    renal_impairment: bool = False
+    hepatic_impairment: bool = False
+    allergies: tuple[str, ...] = ()
+    age_months: int | None = None  # when the age was given in months ("3 tháng tuổi")
+    weight_kg: float | None = None
+    groups: tuple[Group, ...] = ()  # the groups these facts put the patient in
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.current_medications
+            or self.conditions
+            or self.age_years is not None
+            or self.age_months is not None
+            or self.weight_kg is not None
+            or self.pregnant
+            or self.breastfeeding
+            or self.renal_impairment
+            or self.hepatic_impairment
+            or self.allergies
+        )
+
+    @property
+    def age_in_years(self) -> float | None:
+        """The age in years, months counted as fractions (None when not stated)."""
+        if self.age_months is not None:
+            return self.age_months / 12.0
+        return float(self.age_years) if self.age_years is not None else None
+
+
+@dataclass(frozen=True)
+class SectionCue:
+    """The words that asked for a section: [start, end) in the question."""
+
+    section_key: str
+    text: str
+    start: int
+    end: int
+    weak: bool = False  # a hint ("hằng ngày"), not a phrase of the section
+
+
+@dataclass(frozen=True)
+class AskedTerm:
+    """A word or phrase the question asks about ("đau đầu"), with the forms that mean the same
+    (vocabulary synonyms: "nhức đầu"); [start, end) in the question."""
+
+    text: str
+    forms: tuple[str, ...]
+    start: int
+    end: int
+    known: bool = False  # a phrase of the clinical vocabulary (a medical term, a condition)
+
+
+class SituationKind(StrEnum):
+    NONE = "none"
+    INGESTION = "ingestion"  # someone took or swallowed medicine, and it has happened
+    REACTION = "reaction"  # a severe reaction happening now
+    SELF_HARM = "self_harm"  # intent to harm oneself
+    HARM = "harm"  # intent to harm someone else (refused)
+
+    @property
+    def emergency(self) -> bool:
+        return self in (SituationKind.INGESTION, SituationKind.REACTION, SituationKind.SELF_HARM)
+
+
+@dataclass(frozen=True)
+class SituationPart:
+    """One part of a situation as the question says it: `part` is its role (who, took, amount, happened,
+    reaction_now, self_harm, harm, followup_reference), [start, end) in the question."""
+
+    part: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Situation:
+    kind: SituationKind = SituationKind.NONE
+    parts: tuple[SituationPart, ...] = ()
+
+    @property
+    def emergency(self) -> bool:
+        return self.kind.emergency
+
+    def describe(self) -> str:
+        """The parts seen, for a decision's detail ("who: bé 2 tuổi; took: nuốt; amount: 5 viên")."""
+        return "; ".join(f"{p.part}: {p.text}" for p in self.parts)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What the conversation's earlier turns tell the current one."""
+
+    drug_ids: tuple[str, ...] = ()  # the drugs of the latest turn that named any
+    section_key: str = ""  # the section of that turn
+    clarifies: int = 0  # consecutive clarifications right before this turn
+    turns: tuple[tuple[str, str], ...] = ()  # (role, text) of the earlier turns, oldest first
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What the frame took from the earlier turn (empty: nothing)."""
+
+    drug_ids: tuple[str, ...] = ()
+    section_key: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.drug_ids or self.section_key)
+
+
+@dataclass(frozen=True)
 class QueryFrame:
     turn_type: TurnType
     query: str = ""
-    drug_ids: list[str] = field(default_factory=list)
+    drug_ids: tuple[str, ...] = ()
     section_key: str = ""
     indication: str = ""
     patient: PatientFacts = field(default_factory=PatientFacts)
-    missing_fields: list[str] = field(default_factory=list)
-    drug_mentions: list[Mention] = field(default_factory=list)  # how each drug name was matched
+    missing_fields: tuple[str, ...] = ()
+    drug_mentions: tuple[Mention, ...] = ()  # how each drug name was matched
+    section_cue: SectionCue | None = None
+    asked_terms: tuple[AskedTerm, ...] = ()
+    conditions: tuple[str, ...] = ()  # clinical conditions named (their formulary names)
+    medications: tuple[MedicationName, ...] = ()  # the patient's current medicines, read as typed
+    situation: Situation = field(default_factory=Situation)
+    carried: Carried = field(default_factory=Carried)
+    effect: AskedTerm | None = None  # "does X cause Y": Y
+    search_text: str = ""  # the question without the names of the drugs asked about (+ formulary synonyms)
+    loose: bool = False  # typed without any diacritics: words match by their folding alone
+    section_prior: tuple[tuple[str, float], ...] = ()  # free-form cue phrases: section_key -> additive prior
+
+    def but(self, **changes: object) -> QueryFrame:
+        """A copy with `changes` (the frame itself never changes)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
 
 
-@dataclass
-class Understanding:
+FRAME_FIELDS = tuple(f.name for f in fields(QueryFrame))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A frame and, when it cannot be acted on as is, the reason (and its detail)."""
+
     frame: QueryFrame
-    reason: Reason = Reason.UNSPECIFIED  # set when the frame cannot be acted on as is
+    reason: Reason = Reason.UNSPECIFIED
     detail: str = ""
-    mentions: list[Mention] = field(default_factory=list)
 
-
-def is_smalltalk(toks: Sequence[Tok], rules: Rules) -> bool:
-    greet = find_any(toks, rules.greetings)
-    if not greet:
-        return False
-    rest = _remove(
-        words(toks),
-        [(i, len(p)) for i, p in find_any(words(toks), [*rules.greetings, *rules.smalltalk_fillers])],
-    )
-    return not rest
-
-
-def _remove(toks: Sequence[Tok], spans: Sequence[tuple[int, int]]) -> list[Tok]:
-    drop = {j for start, n in spans for j in range(start, start + n)}
-    return [t for i, t in enumerate(toks) if i not in drop]
-
-
-def _strip_ends(toks: list[Tok], rules: Rules) -> list[Tok]:
-    changed = True
-    while toks and changed:
-        changed = False
-        while toks and toks[0].is_punct:
-            toks, changed = toks[1:], True
-        while toks and toks[-1].is_punct:
-            toks, changed = toks[:-1], True
-        for p in sorted(rules.leading_fillers, key=lambda p: -len(p)):
-            if len(toks) > len(p) and match_at(toks, 0, p):
-                toks, changed = toks[len(p) :], True
-                break
-        for p in sorted(rules.trailing_fillers, key=lambda p: -len(p)):
-            if len(toks) > len(p) and match_at(toks, len(toks) - len(p), p):
-                toks, changed = toks[: len(toks) - len(p)], True
-                break
-    return toks
-
-
-def extract_indication(toks: Sequence[Tok], rules: Rules) -> str:
-    """The {x} of the longest matching indication template, or ""."""
-    where: dict[str, list[int]] = {}
-    for i, tok in enumerate(toks):
-        where.setdefault(tok.folded, []).append(i)
-    for tpl in rules.templates:
-        slot = _match_template(toks, tpl, where)
-        if slot is None:
-            continue
-        cleaned = _strip_ends(list(slot), rules)
-        text = text_of(cleaned)
-        if text:
-            return text
-    return ""
-
-
-def _find(toks: Sequence[Tok], pat: Phrase, where: dict[str, list[int]]) -> list[int]:
-    """find() through a question's word positions (one dict lookup instead of a scan per template)."""
-    if not len(pat):
-        return []
-    return [i for i in where.get(pat.folded[0], ()) if match_at(toks, i, pat)]
-
-
-def _match_template(toks: Sequence[Tok], tpl: Template, where: dict[str, list[int]]) -> Sequence[Tok] | None:
-    if len(tpl.before):
-        for i in _find(toks, tpl.before, where):
-            start = i + len(tpl.before)
-            if len(tpl.after):
-                ends = [j for j in _find(toks, tpl.after, where) if j > start]
-                if ends:
-                    return toks[start : ends[0]]
-            else:
-                return _clause(toks[start:])
-        return None
-    ends = _find(toks, tpl.after, where)
-    if not ends:
-        return None
-    head = toks[: ends[0]]
-    cut = max((i for i, t in enumerate(head) if t.raw in {"?", "!", ";"}), default=-1)
-    return head[cut + 1 :]
-
-
-def _clause(toks: Sequence[Tok]) -> Sequence[Tok]:
-    """Up to the end of the sentence ("." is not an end: "H. pylori")."""
-    for i, t in enumerate(toks):
-        if t.raw in {"?", "!", ";"}:
-            return toks[:i]
-    return toks
-
-
-def strip_indication_head(text: str, rules: Rules) -> str:
-    """ "bệnh gút mạn" -> "gút mạn" (a generic head word goes when two or more words remain)."""
-    toks = words(tokenize(text))
-    for head in rules.generic_heads:
-        if len(toks) - len(head) >= 2 and match_at(toks, 0, head):
-            return text_of(toks[len(head) :])
-    return text_of(toks)
-
-
-def build_frame(query: str, catalog: Catalog | None, language: Language) -> Understanding:
-    vocabulary, rules = language.vocabulary, language.rules
-    toks = tokenize(query)[:MAX_QUESTION_TOKENS]
-    frame = QueryFrame(turn_type=TurnType.FREE_FORM, query=query)
-    if looks_non_human(toks, rules):
-        frame.turn_type = TurnType.OUT_OF_SCOPE
-        return Understanding(frame, Reason.OUT_OF_SCOPE)
-
-    mentions = catalog.find(toks) if catalog is not None else []
-    without_drugs = _masked(toks, mentions)
-    # Drug names are removed before the section phrase is looked for ("Bảo Quản Linh" names a drug).
-    section = vocabulary.resolve_section(" ".join(t.raw for t in without_drugs if t.raw != _DRUG_PLACEHOLDER))
-    if any(m.stage == MatchStage.PREFIX for m in mentions) and not (
-        section is not None
-        or _bare_name(without_drugs, rules)
-        or medical_terms(toks, language)
-        or not extract_patient(toks, mentions, rules).facts.empty
-    ):
-        # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
-        mentions = [m for m in mentions if m.stage != MatchStage.PREFIX]
-        without_drugs = _masked(toks, mentions)
-    ambiguous = [m for m in mentions if m.ambiguous]
-    frame.drug_mentions = list(mentions)
-    reading = extract_patient(toks, mentions, rules)
-    facts = reading.facts
-    if section is not None and section.weak and (not mentions or not facts.empty):
-        section = None  # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts
-    frame.patient = facts
-    if section is not None:
-        frame.section_key = section.section_key
-
-    if ambiguous:
-        frame.turn_type = TurnType.CLARIFY
-        frame.drug_ids = sorted({d for m in ambiguous for d in m.drug_ids})
-        frame.missing_fields = ["drug_id"]
-        detail = "; ".join(
-            f"'{m.text}': " + " | ".join(catalog.display_name(d) if catalog else d for d in m.drug_ids)
-            for m in ambiguous
-        )
-        return Understanding(frame, Reason.AMBIGUOUS_DRUG, detail, mentions)
-
-    current = set(reading.current_mentions)
-    candidates = [d for i, m in enumerate(mentions) if i not in current for d in m.drug_ids]
-    if not candidates and current:  # "đang dùng X thì cần lưu ý gì": X is the drug asked about
-        candidates = [d for m in mentions for d in m.drug_ids]
-        facts.current_medications = []
-    frame.drug_ids = list(dict.fromkeys(candidates))
-
-    if not frame.drug_ids:
-        if is_smalltalk(toks, rules):
-            frame.turn_type = TurnType.SMALLTALK
-            return Understanding(frame, Reason.SMALLTALK, mentions=mentions)
-        indication = extract_indication(without_drugs, rules)
-        if indication:
-            frame.turn_type = TurnType.INDICATION_LOOKUP
-            frame.indication = indication
-            frame.section_key = ""
-            return Understanding(frame, mentions=mentions)
-        unknown = drug_like_words(toks, language.known_words)
-        named = section is not None or not facts.empty or _bare_name(_mask(toks, unknown), rules)
-        if unknown and len(unknown) <= MAX_UNKNOWN_NAMES and named:
-            # "liều của semaglutid": a drug is named, just not one the formulary has.
-            frame.turn_type = TurnType.SECTION_QUESTION if section is not None else TurnType.FREE_FORM
-            frame.missing_fields = ["drug_id"]
-            return Understanding(frame, Reason.DRUG_NOT_FOUND, _echo(unknown), mentions)
-        if section is not None or not facts.empty:
-            frame.turn_type = TurnType.CLARIFY
-            frame.missing_fields = ["drug_id"]
-            return Understanding(frame, Reason.MISSING_REQUIRED_FIELD, "tên thuốc", mentions)
-        if medical_terms(toks, language):
-            frame.turn_type = TurnType.FREE_FORM  # a medical question naming no drug: corpus search
-            return Understanding(frame, mentions=mentions)
-        if only_generic(toks, language) and any(t.folded.isalpha() for t in toks):
-            frame.turn_type = TurnType.CLARIFY  # "thuốc gì", "người lớn": which drug or condition?
-            frame.missing_fields = ["drug_id", "indication"]
-            return Understanding(
-                frame, Reason.MISSING_REQUIRED_FIELD, "tên thuốc hoặc bệnh", mentions
-            )
-        frame.turn_type = TurnType.OUT_OF_SCOPE  # nothing medical to look up: never searched
-        return Understanding(frame, Reason.OUT_OF_SCOPE, mentions=mentions)
-
-    if _patient_turn(facts, frame.section_key):
-        frame.turn_type = TurnType.PATIENT_ASSESSMENT
-    elif section is not None:
-        frame.turn_type = TurnType.SECTION_QUESTION
-    elif _bare_name(without_drugs, rules):
-        frame.turn_type = TurnType.DRUG_OVERVIEW
-    else:
-        frame.turn_type = TurnType.FREE_FORM
-    return Understanding(frame, mentions=mentions)
-
-
-MAX_QUESTION_TOKENS = 480  # words and marks read of a question (2,000 characters of prose is ~400 words)
-MAX_UNKNOWN_NAMES = 2  # more unknown Latin words than this is prose in another language, not drug names
-MAX_ECHO_CHARS = 40  # a word echoed back in a decision message is cut to this
-
-
-def _echo(names: Sequence[str]) -> str:
-    return ", ".join(n if len(n) <= MAX_ECHO_CHARS else n[: MAX_ECHO_CHARS - 1] + "…" for n in names[:3])
-
-
-def _patient_turn(facts: PatientFacts, section_key: str) -> bool:
-    """Patient facts beyond what an explicit section word already asks for make an assessment turn."""
-    if facts.empty:
-        return False
-    if not section_key:
-        return True
-    if section_key not in _FACT_SECTIONS:
-        return False  # an explicit section word wins ("liều ... cho người suy thận")
-    implied = _FACT_SECTIONS[section_key]
-    others = PatientFacts(**{**facts.__dict__, implied: False})
-    return not others.empty
-
-
-def _masked(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[Tok]:
-    return [
-        Tok(_DRUG_PLACEHOLDER, _DRUG_PLACEHOLDER, t.start, t.end)
-        if any(m.start <= i < m.end for m in mentions)
-        else t
-        for i, t in enumerate(toks)
-    ]
-
-
-def _mask(toks: Sequence[Tok], names: Sequence[str]) -> list[Tok]:
-    return [Tok(_DRUG_PLACEHOLDER, _DRUG_PLACEHOLDER, t.start, t.end) if t.raw in names else t for t in toks]
-
-
-def _bare_name(toks: Sequence[Tok], rules: Rules) -> bool:
-    rest = [t for t in words(toks) if t.raw != _DRUG_PLACEHOLDER]
-    spans = [(i, len(p)) for i, p in find_any(rest, rules.overview_fillers)]
-    return not _remove(rest, spans)
+    @property
+    def mentions(self) -> tuple[Mention, ...]:
+        return self.frame.drug_mentions

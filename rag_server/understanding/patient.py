@@ -1,42 +1,26 @@
 """Patient facts from a question, by keyword rules (rules.toml), and the anchors each fact needs.
 
 current_medications are the catalog drugs named right after "đang dùng / đang uống ..." (a list joined by
-connectors counts); the other drugs named are the candidates the question asks about.
+connectors counts); the other drugs named are the candidates the question asks about. The age is read in
+years or months ("3 tháng tuổi", "18 months old"), a weight in kg ("trẻ 20 kg", never the "/kg" of a dose),
+and the facts put the patient in groups (frame.Group): infant, child, elderly, pregnant, breastfeeding,
+renal or hepatic impairment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from rag_server.text.match import Phrase, Tok, find_any, match_at, phrase, tokenize
 from rag_server.understanding.catalog import Mention
+from rag_server.understanding.frame import Group, PatientFacts
 from rag_server.vocabulary.rules import Condition, Rules
 
-
-@dataclass
-class PatientFacts:
-    current_medications: list[str] = field(default_factory=list)  # drug_ids (or free-text names)
-    conditions: list[str] = field(default_factory=list)  # canonical names from rules.toml
-    age_years: int | None = None
-    pregnant: bool = False
-    breastfeeding: bool = False
-    renal_impairment: bool = False
-    hepatic_impairment: bool = False
-    allergies: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (
-            self.current_medications
-            or self.conditions
-            or self.age_years is not None
-            or self.pregnant
-            or self.breastfeeding
-            or self.renal_impairment
-            or self.hepatic_impairment
-            or self.allergies
-        )
+ELDERLY_FROM_YEARS = 65
+ADULT_FROM_YEARS = 18
+MAX_AGE_YEARS = 120
+MAX_WEIGHT_KG = 300.0
 
 
 @dataclass(frozen=True)
@@ -46,15 +30,7 @@ class PatientReading:
     fact_spans: tuple[tuple[int, int], ...]  # token spans of the detected facts
 
 
-def _flag(facts: PatientFacts, cond: Condition) -> None:
-    if cond.flag == "renal_impairment":
-        facts.renal_impairment = True
-    elif cond.flag == "hepatic_impairment":
-        facts.hepatic_impairment = True
-
-
 def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rules) -> PatientReading:
-    facts = PatientFacts()
     spans: list[tuple[int, int]] = []
     drug_tokens = {j for m in mentions for j in range(m.start, m.end)}
     free = [t if i not in drug_tokens else Tok("\x00", "\x00", t.start, t.end) for i, t in enumerate(toks)]
@@ -66,32 +42,84 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
         spans.extend((i, i + len(p)) for i, p in found)
         return found
 
-    facts.pregnant = bool(hits(rules.pregnant))
-    facts.breastfeeding = bool(hits(rules.breastfeeding))
+    pregnant = bool(hits(rules.pregnant))
+    breastfeeding = bool(hits(rules.breastfeeding))
+    conditions: list[str] = []
+    allergies: list[str] = []
+    renal = hepatic = False
     for cond in rules.conditions:
         if hits(cond.detect, effects=True):
             if cond.flag == "allergy":
-                facts.allergies.append(cond.name)
-            else:
-                facts.conditions.append(cond.name)
-                _flag(facts, cond)
+                allergies.append(cond.name)
+                continue
+            conditions.append(cond.name)
+            renal = renal or cond.flag == "renal_impairment"
+            hepatic = hepatic or cond.flag == "hepatic_impairment"
     folded = " ".join(t.folded for t in free if not t.is_punct)
-    age = rules.age_pattern.search(folded)
-    if age:
-        value = int(age.group(1))
-        facts.age_years = 0 if age.group(2) else value
-        band = next((b for b in rules.age_bands if b.contains(facts.age_years)), None)
+    years, months = read_age(folded, rules)
+    weight = read_weight(folded, rules)
+    age = years if years is not None else (0 if months is not None else None)
+    if age is not None:
+        band = next((b for b in rules.age_bands if b.contains(age)), None)
         if band is not None:  # keeps "6 tháng tuổi" (age_years 0 = not stated on the wire) usable
-            facts.conditions.append(band.name)
+            conditions.append(band.name)
     else:
         for band in rules.age_bands:
             if hits(band.detect):
-                facts.conditions.append(band.name)
+                conditions.append(band.name)
                 break
-
     current, free_text = _current_medications(toks, mentions, rules)
-    facts.current_medications = [d for i in current for d in mentions[i].drug_ids[:1]] + free_text
-    return PatientReading(facts, tuple(current), tuple(spans))
+    medications = [d for i in current for d in mentions[i].drug_ids[:1]] + free_text
+    facts = PatientFacts(
+        current_medications=tuple(dict.fromkeys(medications)), conditions=tuple(dict.fromkeys(conditions)),
+        age_years=age, pregnant=pregnant, breastfeeding=breastfeeding, renal_impairment=renal,
+        hepatic_impairment=hepatic, allergies=tuple(dict.fromkeys(allergies)), age_months=months,
+        weight_kg=weight,
+    )
+    return PatientReading(with_groups(facts, rules), tuple(current), tuple(spans))
+
+
+def read_age(folded: str, rules: Rules) -> tuple[int | None, int | None]:
+    """(years, months) stated in the folded text; months only when the age was given in months."""
+    for pattern in rules.age_patterns:
+        found = pattern.pattern.search(folded)
+        if found is None:
+            continue
+        value = int(found.group(1))
+        if pattern.unit == "months":
+            return (value // 12 if value >= 12 else None), value
+        return (value if value <= MAX_AGE_YEARS else None), None
+    return None, None
+
+
+def read_weight(folded: str, rules: Rules) -> float | None:
+    found = rules.weight_pattern.search(folded)
+    if found is None:
+        return None
+    value = float(found.group(1).replace(",", "."))
+    return value if 0 < value <= MAX_WEIGHT_KG else None
+
+
+def with_groups(facts: PatientFacts, rules: Rules) -> PatientFacts:
+    """The facts with the groups they put the patient in."""
+    groups: list[Group] = []
+    age = facts.age_in_years
+    if age is not None:
+        if age < 1:
+            groups.append(Group.INFANT)
+        if age < ADULT_FROM_YEARS:
+            groups.append(Group.CHILD)
+        if age >= ELDERLY_FROM_YEARS:
+            groups.append(Group.ELDERLY)
+    for band in rules.age_bands:
+        if band.name in facts.conditions and band.group:
+            groups.append(Group(band.group))
+            if band.group == Group.INFANT:
+                groups.append(Group.CHILD)
+    flags = ((facts.pregnant, Group.PREGNANT), (facts.breastfeeding, Group.BREASTFEEDING),
+             (facts.renal_impairment, Group.RENAL), (facts.hepatic_impairment, Group.HEPATIC))
+    groups.extend(group for on, group in flags if on)
+    return replace(facts, groups=tuple(dict.fromkeys(groups)))
 
 
 def _after_marker(toks: Sequence[Tok], i: int, markers: Sequence[Phrase]) -> bool:
@@ -116,7 +144,7 @@ def _current_medications(
         while j < len(toks):
             tok = toks[j]
             if j in by_start or tok.raw in connectors or tok.is_punct:
-                _flush(pending, free, rules)
+                _flush(pending, free)
                 pending = []
                 if j in by_start:
                     picked.append(by_start[j])
@@ -130,7 +158,7 @@ def _current_medications(
             else:
                 pending.append(tok)
                 j += 1
-        _flush(pending, free, rules)
+        _flush(pending, free)
     return list(dict.fromkeys(picked)), list(dict.fromkeys(free))
 
 
@@ -138,23 +166,10 @@ MAX_FREE_NAME_WORDS = 3
 MIN_FREE_NAME_CHARS = 4
 
 
-def _flush(pending: Sequence[Tok], free: list[str], rules: Rules) -> None:
+def _flush(pending: Sequence[Tok], free: list[str]) -> None:
     """A free-text medicine name: Latin letters only (no Vietnamese diacritics), 1-3 words."""
     if pending and len(pending[0].folded) >= MIN_FREE_NAME_CHARS and all(t.raw == t.folded for t in pending):
         free.append(" ".join(t.raw for t in pending))
-
-
-def facts_summary(facts: PatientFacts) -> str:
-    parts: list[str] = []
-    if facts.pregnant:
-        parts.append("mang thai")
-    if facts.breastfeeding:
-        parts.append("cho con bú")
-    parts.extend(facts.conditions)
-    if facts.age_years is not None:
-        parts.append(f"{facts.age_years} tuổi")
-    parts.extend(facts.allergies)
-    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -180,12 +195,16 @@ def condition_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
             out.setdefault(cond.name, FactAnchors(cond.name, cond.anchors))
     for text in [*facts.conditions, *facts.allergies]:
         toks = tokenize(text)
-        known = next((c for c in rules.conditions if c.name == text or find_any(toks, c.detect)), None)
+        known = _known_condition(text, toks, rules.conditions)
         if known is not None:
             out.setdefault(known.name, FactAnchors(known.name, known.anchors))
         elif not any(b.name == text or find_any(toks, b.detect) for b in rules.age_bands):
             out.setdefault(text, FactAnchors(text, (phrase(text),)))
     return list(out.values())
+
+
+def _known_condition(text: str, toks: Sequence[Tok], conditions: Sequence[Condition]) -> Condition | None:
+    return next((c for c in conditions if c.name == text or find_any(toks, c.detect)), None)
 
 
 def warning_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
@@ -205,3 +224,18 @@ def _age_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
     if facts.age_years is not None:
         bands.extend(b for b in rules.age_bands if b.contains(facts.age_years) and b not in bands)
     return [FactAnchors(b.name, b.anchors) for b in bands[:1]]
+
+
+def facts_summary(facts: PatientFacts) -> str:
+    parts: list[str] = []
+    if facts.pregnant:
+        parts.append("mang thai")
+    if facts.breastfeeding:
+        parts.append("cho con bú")
+    parts.extend(facts.conditions)
+    if facts.age_months is not None:
+        parts.append(f"{facts.age_months} tháng tuổi")
+    elif facts.age_years is not None:
+        parts.append(f"{facts.age_years} tuổi")
+    parts.extend(facts.allergies)
+    return "; ".join(parts)

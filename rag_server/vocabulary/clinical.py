@@ -66,6 +66,21 @@ class ClinicalVocabulary:
     medical_terms: Phrases
     medication: MedicationRules
     calibration: Calibration = Calibration("{}", (), 0.0)
+    terms: tuple[Phrases, ...] = ()  # groups of asked-term forms that mean the same
+
+    @cached_property
+    def term_forms(self) -> Phrases:
+        """Every form of every term group."""
+        return Phrases(dict.fromkeys(p for group in self.terms for p in group))
+
+    @cached_property
+    def synonyms_of(self) -> dict[tuple[str, ...], tuple[Phrase, ...]]:
+        """Folded form -> every form of its groups (the form first)."""
+        out: dict[tuple[str, ...], dict[Phrase, None]] = {}
+        for group in self.terms:
+            for form in group:
+                out.setdefault(form.folded, {form: None}).update(dict.fromkeys(group))
+        return {k: tuple(v) for k, v in out.items()}
 
     @cached_property
     def condition_forms(self) -> Phrases:
@@ -140,6 +155,7 @@ def _parse(data: dict[str, Any]) -> ClinicalVocabulary:
             salt_words=frozenset(fold(str(w)) for w in med.get("salt_words", [])),
             ion_words=frozenset(fold(str(w)) for w in med.get("ion_words", [])),
         ),
+        terms=tuple(_phrases(t.get("forms")) for t in data.get("term", []) if t.get("forms")),
         calibration=Calibration(
             template=str(cal.get("template", "{}")),
             probes=tuple(str(p) for p in cal.get("probes", [])),

@@ -1,7 +1,7 @@
-"""Language: everything the service reads questions and evidence with, loaded once by the application:
-the section vocabulary (sections.toml), the rules of the understanding layer (rules.toml), the clinical
-vocabulary (clinical.toml), the safety pre-filter's phrases (safety.toml), and the phrase and word sets
-derived from them (built on first use, kept)."""
+"""Language: everything the service reads questions and evidence with and writes answers in, loaded once by
+the application: the section vocabulary (sections.toml), the rules of the understanding layer (rules.toml),
+the clinical vocabulary (clinical.toml), the parts of situations (situation.toml), the service's own
+user-facing strings (strings.toml), and the phrase and word sets derived from them (built on first use)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from functools import cached_property
 from rag_server.text.match import Phrases, tokenize
 from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
 from rag_server.vocabulary.rules import Rules, load_rules
-from rag_server.vocabulary.safety import SafetyVocabulary, load_safety
 from rag_server.vocabulary.sections import Vocabulary, load_vocabulary
+from rag_server.vocabulary.situation import SituationVocabulary, load_situation
+from rag_server.vocabulary.strings import Strings, load_strings
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,7 +21,14 @@ class Language:
     vocabulary: Vocabulary
     rules: Rules
     clinical: ClinicalVocabulary
-    safety: SafetyVocabulary
+    situations: SituationVocabulary
+    strings: Strings
+
+    @cached_property
+    def term_vocabulary(self) -> Phrases:
+        """What an asked term may be as one phrase: the clinical term groups, medical terms, condition
+        names and synonyms, class names, patient conditions."""
+        return Phrases(dict.fromkeys([*self.clinical.term_forms, *self.medical_signal]))
 
     @cached_property
     def medical_signal(self) -> Phrases:
@@ -51,4 +59,4 @@ class Language:
 
 def load_language() -> Language:
     """The bundled vocabularies (each loader caches its parsed file)."""
-    return Language(load_vocabulary(), load_rules(), load_clinical(), load_safety())
+    return Language(load_vocabulary(), load_rules(), load_clinical(), load_situation(), load_strings())

@@ -43,9 +43,39 @@ class AgeBand:
     max_years: int
     detect: tuple[Phrase, ...]
     anchors: tuple[Phrase, ...]
+    group: str = ""  # rag_server.understanding.frame.Group value
 
     def contains(self, years: int) -> bool:
         return self.min_years <= years <= self.max_years
+
+
+@dataclass(frozen=True)
+class AgePattern:
+    """An age in a question's folded words: the first group is the number, in `unit`."""
+
+    pattern: re.Pattern[str]
+    unit: str  # "years" | "months"
+
+
+@dataclass(frozen=True)
+class GroupWords:
+    """How a formulary section speaks of a patient group (rules.toml [[group]])."""
+
+    name: str  # understanding.frame.Group value
+    anchors: Phrases
+    bounds: bool  # its sentences may give age or weight bounds
+
+
+@dataclass(frozen=True)
+class BoundWords:
+    """How a formulary sentence bounds a dose by age or weight (rules.toml [bounds])."""
+
+    at_least: Phrases
+    below: Phrases
+    to: Phrases
+    years: Phrases
+    months: Phrases
+    kilograms: Phrases
 
 
 @dataclass(frozen=True)
@@ -81,7 +111,8 @@ class Rules:
     pregnancy_anchors: tuple[Phrase, ...]
     breastfeeding: tuple[Phrase, ...]
     breastfeeding_anchors: tuple[Phrase, ...]
-    age_pattern: re.Pattern[str]
+    age_patterns: tuple[AgePattern, ...]
+    weight_pattern: re.Pattern[str]
     age_bands: tuple[AgeBand, ...]
     conditions: tuple[Condition, ...]
     overview_fillers: tuple[Phrase, ...]
@@ -91,9 +122,14 @@ class Rules:
     synonyms: tuple[Synonym, ...] = ()
     priors: tuple[SectionPrior, ...] = ()
     prior_weight: float = 0.0
-    demoted_sections: tuple[str, ...] = ()
     effect_markers: tuple[Phrase, ...] = ()
     stopword_phrases: Phrases = field(default_factory=Phrases)  # stopwords with their accents
+    abbreviations: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # "ko" -> không
+    effect_cues: Phrases = field(default_factory=Phrases)  # "có gây": the effect asked about follows
+    effect_after: Phrases = field(default_factory=Phrases)  # "có phải do": the effect came before
+    question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
+    groups: tuple[GroupWords, ...] = ()
+    bounds: BoundWords | None = None
 
     def words(self) -> frozenset[str]:
         """Every folded word the rules mention (never read as a drug name)."""
@@ -132,6 +168,13 @@ def _template(text: str) -> Template:
     return Template(text, phrase(before), phrase(after))
 
 
+def _age_pattern(raw: Any) -> AgePattern:
+    unit = str(raw["unit"])
+    if unit not in ("years", "months"):
+        raise ValueError(f"age pattern unit must be years or months: {unit!r}")
+    return AgePattern(re.compile(str(raw["pattern"])), unit)
+
+
 def _parse(data: dict[str, Any]) -> Rules:
     patient = data["patient"]
     names = data.get("names", {})
@@ -153,7 +196,8 @@ def _parse(data: dict[str, Any]) -> Rules:
         pregnancy_anchors=_phrases(patient["pregnancy_anchors"]),
         breastfeeding=_phrases(patient["breastfeeding"]),
         breastfeeding_anchors=_phrases(patient["breastfeeding_anchors"]),
-        age_pattern=re.compile(str(patient["age_pattern"])),
+        age_patterns=tuple(_age_pattern(a) for a in patient["age_patterns"]),
+        weight_pattern=re.compile(str(patient["weight_pattern"])),
         age_bands=tuple(
             AgeBand(
                 str(b["name"]),
@@ -161,6 +205,7 @@ def _parse(data: dict[str, Any]) -> Rules:
                 int(b.get("max_years", 200)),
                 _phrases(b.get("detect")),
                 _phrases(b.get("anchors")),
+                str(b.get("group", "")),
             )
             for b in patient.get("age_band", [])
         ),
@@ -183,9 +228,18 @@ def _parse(data: dict[str, Any]) -> Rules:
             for p in free_form.get("prior", [])
         ),
         prior_weight=float(free_form.get("prior_weight", 0.0)),
-        demoted_sections=tuple(str(k) for k in free_form.get("demoted", [])),
         effect_markers=_phrases(patient.get("effect_markers")),
         stopword_phrases=_phrases(data["lexical"]["stopwords"]),
+        effect_cues=_phrases(data.get("question", {}).get("effect_cues")),
+        effect_after=_phrases(data.get("question", {}).get("effect_after")),
+        question_fillers=_phrases(data.get("question", {}).get("fillers")),
+        bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),
+        groups=tuple(GroupWords(str(g["name"]), _phrases(g.get("anchors")), bool(g.get("bounds", False)))
+                     for g in data.get("group", [])),
+        abbreviations={
+            str(k).lower(): tuple(zip(phrase(str(v)).raw, phrase(str(v)).folded, strict=True))
+            for k, v in data.get("chat", {}).get("abbreviations", {}).items()
+        },
     )
 
 

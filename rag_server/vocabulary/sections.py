@@ -42,8 +42,39 @@ class SectionSpec:
 class PhraseMatch:
     section_key: str
     phrase: str
-    position: int
+    position: int  # token index of the cue's first word
     weak: bool = False  # matched a hint, not a phrase
+    length: int = 0  # tokens
+
+
+@dataclass(frozen=True)
+class SectionRoles:
+    """What each section is for (sections.toml [roles]): the one place code learns a section's key."""
+
+    inn: str
+    atc: str
+    drug_class: str
+    brands: str
+    indication: str
+    pharmacology: str
+    pharmacokinetics: str
+    overdose: str
+    dosage: str
+    pregnancy: str
+    breastfeeding: str
+    pooled: tuple[str, ...]
+    interaction_facet: tuple[str, ...]
+    warning_facet: tuple[str, ...]
+    dosage_facet: tuple[str, ...]
+    effect_sections: tuple[str, ...]
+    population: tuple[str, ...]
+    suggested: tuple[str, ...]
+
+    def keys(self) -> set[str]:
+        out: set[str] = set()
+        for value in self.__dict__.values():
+            out.update((value,) if isinstance(value, str) else value)
+        return out
 
 
 @dataclass
@@ -51,6 +82,7 @@ class Vocabulary:
     sections: dict[str, SectionSpec]
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
+    roles: SectionRoles
     _headings: dict[str, str] = field(default_factory=dict)
     _phrases: _Cues = field(init=False)
     _hints: _Cues = field(init=False)
@@ -90,15 +122,16 @@ class Vocabulary:
         """Section key of a printed heading, tolerant of case, accents, trailing colons and OCR slips."""
         return self._headings.get(_heading_form(heading))
 
-    def resolve_section(self, question: str) -> PhraseMatch | None:
+    def resolve_section(self, question: str | Sequence[Tok]) -> PhraseMatch | None:
         """The section the question's cues ask for (see the module doc), else the best hint (weak);
-        None when nothing matches."""
-        toks = tokenize(question, AccentRule.WORD)
+        None when nothing matches. Given tokens, they must be read word by word for accents
+        (text.match.word_accents)."""
+        toks = tokenize(question, AccentRule.WORD) if isinstance(question, str) else question
         for cue_set, weak in ((self._phrases, False), (self._hints, True)):
             cues = cue_set.find(toks)
             if cues:
                 position, best = max(cues, key=lambda c: self._strength(cue_set.owner[c[1]], c[1], c[0]))
-                return PhraseMatch(cue_set.owner[best], best.text, position, weak)
+                return PhraseMatch(cue_set.owner[best], best.text, position, weak, len(best))
         return None
 
     def cues(self, question: str) -> list[PhraseMatch]:
@@ -150,10 +183,20 @@ def _parse(data: dict[str, object]) -> Vocabulary:
         )
     intro = tuple(str(k) for k in data.get("intro_sections", []))  # type: ignore[attr-defined]
     identity = tuple(str(k) for k in data.get("identity_sections", []))  # type: ignore[attr-defined]
-    for key in (*intro, *identity):
+    roles = _roles(data["roles"])
+    for key in (*intro, *identity, *roles.keys()):
         if key not in sections:
-            raise ValueError(f"intro/identity section {key!r} is not a declared section")
-    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity)
+            raise ValueError(f"intro/identity/role section {key!r} is not a declared section")
+    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles)
+
+
+def _roles(raw: object) -> SectionRoles:
+    assert isinstance(raw, dict), "sections.toml: [roles] is a table"
+    values = {
+        name: (str(raw[name]) if isinstance(raw[name], str) else tuple(str(k) for k in raw[name]))
+        for name in SectionRoles.__dataclass_fields__
+    }
+    return SectionRoles(**values)  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=4)

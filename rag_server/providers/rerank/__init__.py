@@ -2,7 +2,13 @@
 
 from rag_server.providers.rerank.breaker import CLOSED, HALF_OPEN, OPEN, BreakerState, CircuitBreaker
 from rag_server.providers.rerank.factory import build_reranker
-from rag_server.providers.rerank.guarded import DISABLED, GuardedReranker, RerankFailure, RerankOutcome
+from rag_server.providers.rerank.guarded import (
+    DISABLED,
+    GuardedReranker,
+    Ranker,
+    RerankFailure,
+    RerankOutcome,
+)
 
 __all__ = [
     "CLOSED",
@@ -12,6 +18,7 @@ __all__ = [
     "BreakerState",
     "CircuitBreaker",
     "GuardedReranker",
+    "Ranker",
     "RerankFailure",
     "RerankOutcome",
     "build_reranker",

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol
 
 from rag_server.providers.base import RerankDoc, Reranker
 from rag_server.providers.rerank.breaker import BreakerState, CircuitBreaker
@@ -47,6 +48,19 @@ class RerankOutcome:
     failure: RerankFailure = RerankFailure.NONE
     error: str = ""
     millis: float = 0.0
+
+
+class Ranker(Protocol):
+    """What retrieval calls to order candidates: it never raises, and says whether its order was used."""
+
+    name: str
+    uses_dense_scores: bool
+    local: bool
+
+    @property
+    def state(self) -> BreakerState: ...
+
+    def rerank_guarded(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> RerankOutcome: ...
 
 
 class RerankTimeout(TimeoutError):

@@ -160,6 +160,10 @@ class _DecisionReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Decisi
     """
     DECISION_REASON_HARMFUL_REQUEST: _DecisionReason.ValueType  # 27
     """ABSTAIN: the question seeks to cause harm to someone; refused without retrieval."""
+    DECISION_REASON_EFFECT_NOT_LISTED: _DecisionReason.ValueType  # 28
+    """ANSWERABLE: "does X cause Y": the sections that would list Y (ADR, precautions, contraindications) were
+    read whole and do not name it (nor a synonym); the answer says so, which does not mean it never happens.
+    """
 
 class DecisionReason(_DecisionReason, metaclass=_DecisionReasonEnumTypeWrapper):
     """Machine-readable reason for a decision: one value per terminal state."""
@@ -224,7 +228,41 @@ care now; the drug's overdose section is attached as evidence when a drug is nam
 """
 DECISION_REASON_HARMFUL_REQUEST: DecisionReason.ValueType  # 27
 """ABSTAIN: the question seeks to cause harm to someone; refused without retrieval."""
+DECISION_REASON_EFFECT_NOT_LISTED: DecisionReason.ValueType  # 28
+"""ANSWERABLE: "does X cause Y": the sections that would list Y (ADR, precautions, contraindications) were
+read whole and do not name it (nor a synonym); the answer says so, which does not mean it never happens.
+"""
 Global___DecisionReason: _TypeAlias = DecisionReason  # noqa: Y015
+
+class _PatientGroup:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PatientGroupEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PatientGroup.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PATIENT_GROUP_UNSPECIFIED: _PatientGroup.ValueType  # 0
+    PATIENT_GROUP_INFANT: _PatientGroup.ValueType  # 1
+    """Newborns and children under one year."""
+    PATIENT_GROUP_CHILD: _PatientGroup.ValueType  # 2
+    PATIENT_GROUP_ELDERLY: _PatientGroup.ValueType  # 3
+    PATIENT_GROUP_PREGNANT: _PatientGroup.ValueType  # 4
+    PATIENT_GROUP_BREASTFEEDING: _PatientGroup.ValueType  # 5
+    PATIENT_GROUP_RENAL_IMPAIRMENT: _PatientGroup.ValueType  # 6
+    PATIENT_GROUP_HEPATIC_IMPAIRMENT: _PatientGroup.ValueType  # 7
+
+class PatientGroup(_PatientGroup, metaclass=_PatientGroupEnumTypeWrapper):
+    """A group of patients the formulary gives (or does not give) its own text for."""
+
+PATIENT_GROUP_UNSPECIFIED: PatientGroup.ValueType  # 0
+PATIENT_GROUP_INFANT: PatientGroup.ValueType  # 1
+"""Newborns and children under one year."""
+PATIENT_GROUP_CHILD: PatientGroup.ValueType  # 2
+PATIENT_GROUP_ELDERLY: PatientGroup.ValueType  # 3
+PATIENT_GROUP_PREGNANT: PatientGroup.ValueType  # 4
+PATIENT_GROUP_BREASTFEEDING: PatientGroup.ValueType  # 5
+PATIENT_GROUP_RENAL_IMPAIRMENT: PatientGroup.ValueType  # 6
+PATIENT_GROUP_HEPATIC_IMPAIRMENT: PatientGroup.ValueType  # 7
+Global___PatientGroup: _TypeAlias = PatientGroup  # noqa: Y015
 
 class _TurnType:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -305,6 +343,40 @@ MATCH_KIND_CLASS: MatchKind.ValueType  # 5
 MATCH_KIND_SYNONYM: MatchKind.ValueType  # 6
 """A synonym from the clinical vocabulary ("huyết áp cao" for "tăng huyết áp")."""
 Global___MatchKind: _TypeAlias = MatchKind  # noqa: Y015
+
+class _SituationKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SituationKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SituationKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SITUATION_KIND_UNSPECIFIED: _SituationKind.ValueType  # 0
+    SITUATION_KIND_NONE: _SituationKind.ValueType  # 1
+    """A question about the book, no event."""
+    SITUATION_KIND_INGESTION: _SituationKind.ValueType  # 2
+    """Someone took or swallowed medicine (an amount, a whole pack, by mistake), and it has happened."""
+    SITUATION_KIND_REACTION: _SituationKind.ValueType  # 3
+    """A severe reaction happening now."""
+    SITUATION_KIND_SELF_HARM: _SituationKind.ValueType  # 4
+    """Intent to harm oneself."""
+    SITUATION_KIND_HARM: _SituationKind.ValueType  # 5
+    """Intent to harm someone else (refused: DECISION_REASON_HARMFUL_REQUEST)."""
+
+class SituationKind(_SituationKind, metaclass=_SituationKindEnumTypeWrapper):
+    """What the question describes, recognised from its parts before anything else."""
+
+SITUATION_KIND_UNSPECIFIED: SituationKind.ValueType  # 0
+SITUATION_KIND_NONE: SituationKind.ValueType  # 1
+"""A question about the book, no event."""
+SITUATION_KIND_INGESTION: SituationKind.ValueType  # 2
+"""Someone took or swallowed medicine (an amount, a whole pack, by mistake), and it has happened."""
+SITUATION_KIND_REACTION: SituationKind.ValueType  # 3
+"""A severe reaction happening now."""
+SITUATION_KIND_SELF_HARM: SituationKind.ValueType  # 4
+"""Intent to harm oneself."""
+SITUATION_KIND_HARM: SituationKind.ValueType  # 5
+"""Intent to harm someone else (refused: DECISION_REASON_HARMFUL_REQUEST)."""
+Global___SituationKind: _TypeAlias = SituationKind  # noqa: Y015
 
 @_typing.final
 class SourceRef(_message.Message):
@@ -661,18 +733,29 @@ class PatientContext(_message.Message):
     RENAL_IMPAIRMENT_FIELD_NUMBER: _builtins.int
     HEPATIC_IMPAIRMENT_FIELD_NUMBER: _builtins.int
     ALLERGIES_FIELD_NUMBER: _builtins.int
+    AGE_MONTHS_FIELD_NUMBER: _builtins.int
+    WEIGHT_KG_FIELD_NUMBER: _builtins.int
+    GROUPS_FIELD_NUMBER: _builtins.int
     age_years: _builtins.int
     """0 = not stated."""
     pregnant: _builtins.bool
     breastfeeding: _builtins.bool
     renal_impairment: _builtins.bool
     hepatic_impairment: _builtins.bool
+    age_months: _builtins.int
+    """The age in months when it was given in months ("3 tháng tuổi"); 0 = not stated in months."""
+    weight_kg: _builtins.float
+    """The weight in kg when stated ("trẻ 20 kg"); 0 = not stated."""
     @_builtins.property
     def current_medications(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def conditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def allergies(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedScalarFieldContainer[Global___PatientGroup.ValueType]:
+        """The groups these facts put the patient in (set by the service; ignored in requests)."""
+
     def __init__(
         self,
         *,
@@ -684,10 +767,13 @@ class PatientContext(_message.Message):
         renal_impairment: _builtins.bool = ...,
         hepatic_impairment: _builtins.bool = ...,
         allergies: _abc.Iterable[_builtins.str] | None = ...,
+        age_months: _builtins.int = ...,
+        weight_kg: _builtins.float = ...,
+        groups: _abc.Iterable[Global___PatientGroup.ValueType] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["age_years", b"age_years", "allergies", b"allergies", "breastfeeding", b"breastfeeding", "conditions", b"conditions", "current_medications", b"current_medications", "hepatic_impairment", b"hepatic_impairment", "pregnant", b"pregnant", "renal_impairment", b"renal_impairment"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["age_months", b"age_months", "age_years", b"age_years", "allergies", b"allergies", "breastfeeding", b"breastfeeding", "conditions", b"conditions", "current_medications", b"current_medications", "groups", b"groups", "hepatic_impairment", b"hepatic_impairment", "pregnant", b"pregnant", "renal_impairment", b"renal_impairment", "weight_kg", b"weight_kg"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -703,11 +789,16 @@ class DrugMention(_message.Message):
     DRUG_IDS_FIELD_NUMBER: _builtins.int
     MATCH_KIND_FIELD_NUMBER: _builtins.int
     DISTANCE_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     """The words of the question that name the drug."""
     match_kind: Global___MatchKind.ValueType
     distance: _builtins.int
     """Edit distance for MATCH_KIND_TYPO, else 0."""
+    start: _builtins.int
+    """[start, end) of `text` in the question, in Unicode code points."""
+    end: _builtins.int
     @_builtins.property
     def drug_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The drugs those words fit (more than one: ambiguous, the turn asks which)."""
@@ -719,14 +810,201 @@ class DrugMention(_message.Message):
         drug_ids: _abc.Iterable[_builtins.str] | None = ...,
         match_kind: Global___MatchKind.ValueType = ...,
         distance: _builtins.int = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["distance", b"distance", "drug_ids", b"drug_ids", "match_kind", b"match_kind", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["distance", b"distance", "drug_ids", b"drug_ids", "end", b"end", "match_kind", b"match_kind", "start", b"start", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DrugMention: _TypeAlias = DrugMention  # noqa: Y015
+
+@_typing.final
+class SectionCue(_message.Message):
+    """The words of a question that asked for a section ([start, end) in code points of the question)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SECTION_KEY_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    WEAK_FIELD_NUMBER: _builtins.int
+    section_key: _builtins.str
+    text: _builtins.str
+    start: _builtins.int
+    end: _builtins.int
+    weak: _builtins.bool
+    """A weak cue (a hint such as "hằng ngày"), not a phrase of the section."""
+    def __init__(
+        self,
+        *,
+        section_key: _builtins.str = ...,
+        text: _builtins.str = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+        weak: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "section_key", b"section_key", "start", b"start", "text", b"text", "weak", b"weak"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SectionCue: _TypeAlias = SectionCue  # noqa: Y015
+
+@_typing.final
+class AskedTerm(_message.Message):
+    """A word or phrase the question asks about ("đau đầu": one word, never its syllable "đầu"), with the forms
+    that mean the same (vocabulary synonyms: "nhức đầu"); an answer's sentence carries it when it names any form
+    as whole words.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    FORMS_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    KNOWN_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    start: _builtins.int
+    end: _builtins.int
+    known: _builtins.bool
+    """A phrase of the clinical vocabulary (a medical term, a condition)."""
+    @_builtins.property
+    def forms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        forms: _abc.Iterable[_builtins.str] | None = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+        known: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "forms", b"forms", "known", b"known", "start", b"start", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AskedTerm: _TypeAlias = AskedTerm  # noqa: Y015
+
+@_typing.final
+class SituationPart(_message.Message):
+    """One part of a situation as the question says it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PART_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    part: _builtins.str
+    """"who" parts: child, self, other; then took, swallowed, amount, many, whole_pack, missing, happened,
+    accidental, consequence, reaction, now, after_taking, self_harm, harm, covert, administer, harm_outcome,
+    followup_reference.
+    """
+    text: _builtins.str
+    start: _builtins.int
+    end: _builtins.int
+    def __init__(
+        self,
+        *,
+        part: _builtins.str = ...,
+        text: _builtins.str = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "part", b"part", "start", b"start", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SituationPart: _TypeAlias = SituationPart  # noqa: Y015
+
+@_typing.final
+class Situation(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    PARTS_FIELD_NUMBER: _builtins.int
+    kind: Global___SituationKind.ValueType
+    @_builtins.property
+    def parts(self) -> _containers.RepeatedCompositeFieldContainer[Global___SituationPart]: ...
+    def __init__(
+        self,
+        *,
+        kind: Global___SituationKind.ValueType = ...,
+        parts: _abc.Iterable[Global___SituationPart] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "parts", b"parts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Situation: _TypeAlias = Situation  # noqa: Y015
+
+@_typing.final
+class MedicationMention(_message.Message):
+    """A current medicine of the patient as typed ("Warfarin 5 mg x 1 lần/ngày") and the name read from it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRY_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    DRUG_ID_FIELD_NUMBER: _builtins.int
+    MATCH_KIND_FIELD_NUMBER: _builtins.int
+    entry: _builtins.str
+    name: _builtins.str
+    drug_id: _builtins.str
+    """The monograph it resolves to, when it does."""
+    match_kind: Global___MatchKind.ValueType
+    def __init__(
+        self,
+        *,
+        entry: _builtins.str = ...,
+        name: _builtins.str = ...,
+        drug_id: _builtins.str = ...,
+        match_kind: Global___MatchKind.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["drug_id", b"drug_id", "entry", b"entry", "match_kind", b"match_kind", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MedicationMention: _TypeAlias = MedicationMention  # noqa: Y015
+
+@_typing.final
+class CarriedContext(_message.Message):
+    """What a frame took from the conversation's earlier turn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DRUG_IDS_FIELD_NUMBER: _builtins.int
+    SECTION_KEY_FIELD_NUMBER: _builtins.int
+    section_key: _builtins.str
+    @_builtins.property
+    def drug_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        drug_ids: _abc.Iterable[_builtins.str] | None = ...,
+        section_key: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["drug_ids", b"drug_ids", "section_key", b"section_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CarriedContext: _TypeAlias = CarriedContext  # noqa: Y015
 
 @_typing.final
 class QueryFrame(_message.Message):
@@ -742,6 +1020,13 @@ class QueryFrame(_message.Message):
     MISSING_FIELDS_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
     DRUG_MENTIONS_FIELD_NUMBER: _builtins.int
+    SECTION_CUE_FIELD_NUMBER: _builtins.int
+    ASKED_TERMS_FIELD_NUMBER: _builtins.int
+    CONDITIONS_FIELD_NUMBER: _builtins.int
+    MEDICATIONS_FIELD_NUMBER: _builtins.int
+    SITUATION_FIELD_NUMBER: _builtins.int
+    CARRIED_FIELD_NUMBER: _builtins.int
+    EFFECT_FIELD_NUMBER: _builtins.int
     turn_type: Global___TurnType.ValueType
     section_key: _builtins.str
     indication: _builtins.str
@@ -756,6 +1041,36 @@ class QueryFrame(_message.Message):
     def drug_mentions(self) -> _containers.RepeatedCompositeFieldContainer[Global___DrugMention]:
         """How each drug name of the question was matched (set by the service; ignored in requests)."""
 
+    @_builtins.property
+    def section_cue(self) -> Global___SectionCue:
+        """The rest is set by the service and ignored in requests: the one reading every RPC acts on.
+        The words that asked for the section.
+        """
+
+    @_builtins.property
+    def asked_terms(self) -> _containers.RepeatedCompositeFieldContainer[Global___AskedTerm]:
+        """What the question asks about, as words and phrases with their synonyms."""
+
+    @_builtins.property
+    def conditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The clinical conditions the question names (their formulary names)."""
+
+    @_builtins.property
+    def medications(self) -> _containers.RepeatedCompositeFieldContainer[Global___MedicationMention]:
+        """The patient's current medicines, read as typed."""
+
+    @_builtins.property
+    def situation(self) -> Global___Situation:
+        """The situation the question describes (an emergency, a harm request), with the parts seen."""
+
+    @_builtins.property
+    def carried(self) -> Global___CarriedContext:
+        """What the conversation's earlier turn supplied (a follow-up)."""
+
+    @_builtins.property
+    def effect(self) -> Global___AskedTerm:
+        """"Does X cause Y": Y."""
+
     def __init__(
         self,
         *,
@@ -767,10 +1082,17 @@ class QueryFrame(_message.Message):
         missing_fields: _abc.Iterable[_builtins.str] | None = ...,
         query: _builtins.str = ...,
         drug_mentions: _abc.Iterable[Global___DrugMention] | None = ...,
+        section_cue: Global___SectionCue | None = ...,
+        asked_terms: _abc.Iterable[Global___AskedTerm] | None = ...,
+        conditions: _abc.Iterable[_builtins.str] | None = ...,
+        medications: _abc.Iterable[Global___MedicationMention] | None = ...,
+        situation: Global___Situation | None = ...,
+        carried: Global___CarriedContext | None = ...,
+        effect: Global___AskedTerm | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["patient", b"patient"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["carried", b"carried", "effect", b"effect", "patient", b"patient", "section_cue", b"section_cue", "situation", b"situation"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["drug_ids", b"drug_ids", "drug_mentions", b"drug_mentions", "indication", b"indication", "missing_fields", b"missing_fields", "patient", b"patient", "query", b"query", "section_key", b"section_key", "turn_type", b"turn_type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["asked_terms", b"asked_terms", "carried", b"carried", "conditions", b"conditions", "drug_ids", b"drug_ids", "drug_mentions", b"drug_mentions", "effect", b"effect", "indication", b"indication", "medications", b"medications", "missing_fields", b"missing_fields", "patient", b"patient", "query", b"query", "section_cue", b"section_cue", "section_key", b"section_key", "situation", b"situation", "turn_type", b"turn_type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -43,6 +43,10 @@ class _RouteEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Route.ValueType
     """Condition -> drugs: chỉ định phrase match, dense fallback."""
     ROUTE_PATIENT: _Route.ValueType  # 8
     """Patient facets: relation-specific lexical searches and pregnancy/breastfeeding sections."""
+    ROUTE_EFFECT: _Route.ValueType  # 9
+    """"Does X cause Y": X's effect sections (ADRs, precautions, contraindications) read whole; the evidence is
+    the chunks naming Y, none when the book does not list it (DECISION_REASON_EFFECT_NOT_LISTED).
+    """
 
 class Route(_Route, metaclass=_RouteEnumTypeWrapper):
     """Which retrieval route produced the evidence."""
@@ -64,6 +68,10 @@ ROUTE_INDICATION: Route.ValueType  # 7
 """Condition -> drugs: chỉ định phrase match, dense fallback."""
 ROUTE_PATIENT: Route.ValueType  # 8
 """Patient facets: relation-specific lexical searches and pregnancy/breastfeeding sections."""
+ROUTE_EFFECT: Route.ValueType  # 9
+""""Does X cause Y": X's effect sections (ADRs, precautions, contraindications) read whole; the evidence is
+the chunks naming Y, none when the book does not list it (DECISION_REASON_EFFECT_NOT_LISTED).
+"""
 Global___Route: _TypeAlias = Route  # noqa: Y015
 
 class _Facet:

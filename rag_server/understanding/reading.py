@@ -1,0 +1,432 @@
+"""The one reading of a question: text -> an immutable QueryFrame (understanding/frame.py), used by
+Understand, Retrieve, AssessPatient and Ask alike; nothing downstream reads the text again.
+
+Order, on one tokenization of the question:
+  1. drug names (the catalog), then the question's situation (an ingestion that has happened, a reaction now,
+     intent to harm: understanding/situation.py), before anything else is decided;
+  2. scope guard (non-human subjects), section cue on the question with the drug names masked (so a name
+     containing a section word cannot select one), patient facts and groups, asked terms (words and phrases,
+     with synonyms) and the effect of a "does X cause Y" question;
+  3. the turn type, and what the conversation's earlier turn supplies (`Prior`): a follow-up without a drug
+     keeps the earlier drug ("còn liều cho trẻ em thì sao?"); a new drug with a follow-up word and no section
+     keeps the earlier section ("còn zentavir thì sao?"); the fourth clarification in a row abstains.
+A caller's structured request (Retrieve's drug_id and section_key, AssessPatient's patient facts) is applied
+to the reading with `for_drug` / `for_patient`, never by reading the text again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from rag_server.domain import Reason
+from rag_server.text.match import Tok, expand, find_any, phrase, tokenize, word_accents, words
+from rag_server.text.words import read_words
+from rag_server.understanding.catalog import Catalog, MatchStage, Mention
+from rag_server.understanding.frame import (
+    AskedTerm,
+    Carried,
+    PatientFacts,
+    Prior,
+    QueryFrame,
+    Reading,
+    SectionCue,
+    Situation,
+    TurnType,
+)
+from rag_server.understanding.indication import extract_indication
+from rag_server.understanding.lexicon import drug_like_words
+from rag_server.understanding.medications import MedicationName, read_medications
+from rag_server.understanding.patient import extract_patient, with_groups
+from rag_server.understanding.scope import looks_non_human, medical_terms, only_generic
+from rag_server.understanding.situation import recognise
+from rag_server.understanding.terms import asked_terms, effect_of
+from rag_server.vocabulary.language import Language
+from rag_server.vocabulary.rules import Rules
+
+MAX_QUESTION_TOKENS = 480  # words and marks read of a question (2,000 characters of prose is ~400 words)
+MAX_UNKNOWN_NAMES = 2  # more unknown Latin words than this is prose in another language, not drug names
+MAX_ECHO_CHARS = 40  # a word echoed back in a decision message is cut to this
+MAX_CLARIFIES = 3  # the fourth consecutive clarification abstains instead
+CHILD_YEARS = 16  # a stated age below this is a child's (a situation's part `child`)
+_DRUG = "zzdrugzz"  # stands for a drug name while sections and terms are read
+
+
+NO_PRIOR = Prior()
+
+
+def read(query: str, catalog: Catalog | None, language: Language, prior: Prior = NO_PRIOR) -> Reading:
+    """The reading of `query` (see the module doc)."""
+    rules = language.rules
+    toks = tokenize(query)[:MAX_QUESTION_TOKENS]
+    mentions = _with_offsets(toks, catalog.find(toks) if catalog is not None else [])
+    patient = extract_patient(toks, mentions, rules)
+    masked = _masked(toks, mentions)
+    spoken = word_accents(expand(masked, rules.abbreviations))  # chat abbreviations read as words
+    age = patient.facts.age_in_years
+    situation = recognise(
+        spoken,
+        query,
+        language.situations,
+        age is not None and age < CHILD_YEARS,
+        {m_start for m_start, _ in _char_spans(toks, mentions)},
+    )
+    if looks_non_human(toks, rules):
+        return Reading(
+            QueryFrame(TurnType.OUT_OF_SCOPE, query=query, situation=situation), Reason.OUT_OF_SCOPE
+        )
+    section = language.vocabulary.resolve_section([t for t in spoken if t.raw != _DRUG])
+    if any(m.stage == MatchStage.PREFIX for m in mentions) and not (
+        section is not None
+        or _bare_name(masked, rules)
+        or medical_terms(toks, language)
+        or not patient.facts.empty
+    ):
+        # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
+        mentions = [m for m in mentions if m.stage != MatchStage.PREFIX]
+        masked = _masked(toks, mentions)
+        patient = extract_patient(toks, mentions, rules)
+    facts = patient.facts
+    if section is not None and section.weak and (not mentions or not facts.empty):
+        section = None  # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts
+    cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
+    terms = _terms(query, toks, mentions, cue, language)
+    base = QueryFrame(
+        TurnType.FREE_FORM,
+        query=query,
+        patient=facts,
+        drug_mentions=tuple(mentions),
+        section_key=cue.section_key if cue else "",
+        section_cue=cue,
+        asked_terms=terms,
+        conditions=tuple(c.name.text for c in language.clinical.conditions_named(toks)),
+        situation=situation,
+        effect=effect_of(toks, terms, language) if terms else None,
+        loose=any(t.loose for t in toks),
+        section_prior=section_prior(toks, rules, language.vocabulary.roles.population),
+    )
+    reading = _turn(base, toks, masked, mentions, patient.current_mentions, language, catalog)
+    reading = _with_medications(reading, catalog, language)
+    return follow(reading, prior, language)
+
+
+# ------------------------------------------------------------------------------------------ turn type
+def _turn(
+    frame: QueryFrame,
+    toks: Sequence[Tok],
+    masked: Sequence[Tok],
+    mentions: Sequence[Mention],
+    current: Sequence[int],
+    language: Language,
+    catalog: Catalog | None,
+) -> Reading:
+    rules = language.rules
+    facts = frame.patient
+    ambiguous = [m for m in mentions if m.ambiguous]
+    if ambiguous:
+        detail = "; ".join(
+            f"'{m.text}': " + " | ".join(catalog.display_name(d) if catalog else d for d in m.drug_ids)
+            for m in ambiguous
+        )
+        drug_ids = tuple(sorted({d for m in ambiguous for d in m.drug_ids}))
+        clarify = frame.but(turn_type=TurnType.CLARIFY, drug_ids=drug_ids, missing_fields=("drug_id",))
+        return Reading(clarify, Reason.AMBIGUOUS_DRUG, detail)
+    current_set = set(current)
+    candidates = [d for i, m in enumerate(mentions) if i not in current_set for d in m.drug_ids]
+    if not candidates and current_set:  # "đang dùng X thì cần lưu ý gì": X is the drug asked about
+        candidates = [d for m in mentions for d in m.drug_ids]
+        facts = with_groups(replace(facts, current_medications=()), rules)
+    drug_ids = tuple(dict.fromkeys(candidates))
+    frame = frame.but(
+        drug_ids=drug_ids,
+        patient=facts,
+        search_text=_search_text(frame.query, toks, mentions, drug_ids, rules),
+    )
+    if not drug_ids:
+        return _without_drug(frame, toks, masked, language)
+    if _patient_turn(facts, frame.section_key, language):
+        return Reading(frame.but(turn_type=TurnType.PATIENT_ASSESSMENT))
+    if frame.section_key:
+        return Reading(frame.but(turn_type=TurnType.SECTION_QUESTION))
+    if _bare_name(masked, rules):
+        return Reading(frame.but(turn_type=TurnType.DRUG_OVERVIEW))
+    return Reading(frame)
+
+
+def _without_drug(
+    frame: QueryFrame, toks: Sequence[Tok], masked: Sequence[Tok], language: Language
+) -> Reading:
+    rules = language.rules
+    facts = frame.patient
+    if is_smalltalk(toks, rules):
+        return Reading(frame.but(turn_type=TurnType.SMALLTALK), Reason.SMALLTALK)
+    indication = extract_indication(masked, rules)
+    if indication:
+        return Reading(
+            frame.but(
+                turn_type=TurnType.INDICATION_LOOKUP, indication=indication, section_key="", section_cue=None
+            )
+        )
+    unknown = drug_like_words(toks, language.known_words)
+    named = bool(frame.section_key) or not facts.empty or _bare_name(_mask_words(toks, unknown), rules)
+    if unknown and len(unknown) <= MAX_UNKNOWN_NAMES and named:
+        # "liều của semaglutid": a drug is named, just not one the formulary has.
+        turn = TurnType.SECTION_QUESTION if frame.section_key else TurnType.FREE_FORM
+        return Reading(
+            frame.but(turn_type=turn, missing_fields=("drug_id",)), Reason.DRUG_NOT_FOUND, _echo(unknown)
+        )
+    if frame.section_key or not facts.empty:
+        return Reading(
+            frame.but(turn_type=TurnType.CLARIFY, missing_fields=("drug_id",)),
+            Reason.MISSING_REQUIRED_FIELD,
+            "tên thuốc",
+        )
+    if medical_terms(toks, language):
+        return Reading(frame)  # a medical question naming no drug: corpus search
+    if only_generic(toks, language) and any(t.folded.isalpha() for t in toks):
+        # "thuốc gì", "người lớn": which drug or condition?
+        clarify = frame.but(turn_type=TurnType.CLARIFY, missing_fields=("drug_id", "indication"))
+        return Reading(clarify, Reason.MISSING_REQUIRED_FIELD, "tên thuốc hoặc bệnh")
+    return Reading(frame.but(turn_type=TurnType.OUT_OF_SCOPE), Reason.OUT_OF_SCOPE)  # never searched
+
+
+def _patient_turn(facts: PatientFacts, section_key: str, language: Language) -> bool:
+    """Patient facts beyond what an explicit section word already asks for make an assessment turn."""
+    if facts.empty:
+        return False
+    if not section_key:
+        return True
+    roles = language.vocabulary.roles
+    if section_key == roles.pregnancy:
+        return not replace(facts, pregnant=False).empty
+    if section_key == roles.breastfeeding:
+        return not replace(facts, breastfeeding=False).empty
+    return False  # an explicit section word wins ("liều ... cho người suy thận")
+
+
+# ------------------------------------------------------------------------------------------ follow-ups
+def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
+    """What the earlier turn supplies, then the clarify loop (see the module doc)."""
+    reading = _carried(reading, prior, language.rules)
+    frame = reading.frame
+    clarifying = frame.turn_type == TurnType.CLARIFY or reading.reason in (
+        Reason.MISSING_REQUIRED_FIELD,
+        Reason.AMBIGUOUS_DRUG,
+    )
+    if clarifying and prior.clarifies >= MAX_CLARIFIES:
+        return Reading(frame, Reason.CLARIFY_LOOP_EXHAUSTED)
+    return reading
+
+
+def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
+    frame = reading.frame
+    if not prior.drug_ids or frame.turn_type == TurnType.OUT_OF_SCOPE:
+        return reading
+    followup = bool(find_any(tokenize(frame.query), rules.followup))
+    needs_drug = reading.reason == Reason.MISSING_REQUIRED_FIELD and "drug_id" in frame.missing_fields
+    plain_corpus = (
+        not reading.reason and frame.turn_type == TurnType.FREE_FORM and not frame.drug_ids and followup
+    )
+    if needs_drug or plain_corpus or (frame.situation.emergency and not frame.drug_ids):
+        turn = (
+            TurnType.SECTION_QUESTION
+            if frame.section_key
+            else TurnType.PATIENT_ASSESSMENT
+            if not frame.patient.empty
+            else TurnType.FREE_FORM
+        )
+        carried = frame.but(
+            drug_ids=prior.drug_ids,
+            missing_fields=(),
+            turn_type=turn,
+            carried=Carried(drug_ids=prior.drug_ids),
+        )
+        return Reading(carried)
+    keeps_section = (
+        not reading.reason
+        and frame.drug_ids
+        and not frame.section_key
+        and followup
+        and prior.section_key
+        and frame.turn_type in (TurnType.DRUG_OVERVIEW, TurnType.FREE_FORM)
+    )
+    if keeps_section:
+        carried = frame.but(
+            section_key=prior.section_key,
+            turn_type=TurnType.SECTION_QUESTION,
+            carried=Carried(section_key=prior.section_key),
+        )
+        return Reading(carried)
+    return reading
+
+
+# ------------------------------------------------------------------------------------------ structured
+def for_drug(reading: Reading, drug_id: str, section_key: str = "") -> Reading:
+    """A Retrieve with drug_id (and section_key): the question's reading for that drug."""
+    frame = reading.frame
+    key = section_key or (
+        frame.section_key if frame.section_cue is not None and not frame.section_cue.weak else ""
+    )
+    turn = (
+        TurnType.SECTION_QUESTION
+        if key
+        else TurnType.FREE_FORM
+        if frame.query.strip()
+        else TurnType.DRUG_OVERVIEW
+    )
+    return Reading(frame.but(turn_type=turn, drug_ids=(drug_id,), section_key=key, missing_fields=()))
+
+
+def for_section(reading: Reading, section_key: str) -> Reading:
+    """A Retrieve with a query and a section_key: the question's drugs, that section (a corpus search
+    restricted to it when no drug is named)."""
+    frame = reading.frame
+    asks_a_section = frame.turn_type in (
+        TurnType.SECTION_QUESTION,
+        TurnType.FREE_FORM,
+        TurnType.DRUG_OVERVIEW,
+        TurnType.CLARIFY,
+    )
+    if not asks_a_section or any(m.ambiguous for m in frame.drug_mentions):
+        return reading
+    if frame.drug_ids:
+        return Reading(frame.but(section_key=section_key, turn_type=TurnType.SECTION_QUESTION))
+    return Reading(frame.but(section_key=section_key, turn_type=TurnType.FREE_FORM, missing_fields=()))
+
+
+def for_patient(
+    drug_ids: Sequence[str], facts: PatientFacts, catalog: Catalog | None, language: Language
+) -> QueryFrame:
+    """AssessPatient: the caller's drugs and patient facts (medications read as typed, groups derived)."""
+    facts = with_groups(facts, language.rules)
+    medications = _medications(facts, catalog, language)
+    return QueryFrame(
+        TurnType.PATIENT_ASSESSMENT,
+        drug_ids=tuple(dict.fromkeys(drug_ids)),
+        patient=facts,
+        medications=medications,
+    )
+
+
+def conflicting_drugs(frame: QueryFrame, drug_id: str, catalog: Catalog | None) -> list[str]:
+    """Drugs the question names unambiguously that are not `drug_id` (a caller's contradiction)."""
+    if catalog is None:
+        return []
+    names = [m for m in frame.drug_mentions if not m.ambiguous and not m.weak]
+    return sorted({catalog.display_name(m.drug_ids[0]) for m in names if drug_id not in m.drug_ids})
+
+
+# ------------------------------------------------------------------------------------------ parts
+def _with_offsets(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[Mention]:
+    return [replace(m, char_start=toks[m.start].start, char_end=toks[m.end - 1].end) for m in mentions]
+
+
+def _char_spans(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[tuple[int, int]]:
+    return [(toks[m.start].start, toks[m.end - 1].end) for m in mentions]
+
+
+def _cue(section: object, toks: Sequence[Tok]) -> SectionCue | None:
+    from rag_server.vocabulary.sections import PhraseMatch
+
+    if not isinstance(section, PhraseMatch):
+        return None
+    first, last = toks[section.position], toks[section.position + max(1, section.length) - 1]
+    return SectionCue(section.section_key, section.phrase, first.start, last.end, section.weak)
+
+
+def _terms(
+    query: str, toks: Sequence[Tok], mentions: Sequence[Mention], cue: SectionCue | None, language: Language
+) -> tuple[AskedTerm, ...]:
+    words_of = read_words(query)
+    spans = _char_spans(toks, mentions) + ([(cue.start, cue.end)] if cue is not None else [])
+    skip = {i for i, t in enumerate(words_of.toks) if any(a <= t.start < b for a, b in spans)}
+    return asked_terms(words_of, skip, language)
+
+
+def _search_text(
+    query: str, toks: Sequence[Tok], mentions: Sequence[Mention], drug_ids: Sequence[str], rules: Rules
+) -> str:
+    """The question without the names of the drugs asked about, followed by the formulary terms of the
+    colloquial phrases it contains (rules.toml [free_form.synonyms]); the question when nothing is left."""
+    wanted = set(drug_ids)
+    drop = {i for m in mentions if wanted & set(m.drug_ids) for i in range(m.start, m.end)}
+    kept = [t for i, t in enumerate(toks) if i not in drop and not t.is_punct]
+    text = " ".join(t.raw for t in kept) or query
+    found = {
+        p.text
+        for i, p in find_any(kept, [s.phrase for s in rules.synonyms])
+        if len(p) > 1 or p.raw[0] == p.folded[0] or kept[i].raw == p.raw[0]
+    }
+    extra = [t for s in rules.synonyms if s.phrase.text in found for t in s.terms]
+    extra = [t for t in dict.fromkeys(extra) if not find_any(kept, [phrase(t)])]
+    return " ".join([text, *extra]) if extra else text
+
+
+def _with_medications(reading: Reading, catalog: Catalog | None, language: Language) -> Reading:
+    frame = reading.frame
+    if not frame.patient.current_medications and not frame.patient.allergies:
+        return reading
+    return replace(reading, frame=frame.but(medications=_medications(frame.patient, catalog, language)))
+
+
+def _medications(
+    facts: PatientFacts, catalog: Catalog | None, language: Language
+) -> tuple[MedicationName, ...]:
+    if catalog is None:
+        return ()
+    return tuple(read_medications(list(facts.current_medications), language.clinical.medication, catalog))
+
+
+def section_prior(
+    toks: Sequence[Tok], rules: Rules, population: Sequence[str]
+) -> tuple[tuple[str, float], ...]:
+    """section_key -> additive prior for a free-form question's cue phrases (rules.toml [[free_form.prior]]):
+    the first section of a cue gets `prior_weight`, the n-th `prior_weight / n`, summed over the cues and
+    capped at `prior_weight`; the population sections start at `-prior_weight`. Empty without a cue."""
+    weight = rules.prior_weight
+    if weight <= 0:
+        return ()
+    prior: dict[str, float] = dict.fromkeys(population, -weight)
+    for rule in rules.priors:
+        if not find_any(toks, rule.cues):
+            continue
+        for n, key in enumerate(rule.sections, start=1):
+            prior[key] = min(weight, prior.get(key, 0.0) + weight / n)
+    return tuple(prior.items())
+
+
+def is_smalltalk(toks: Sequence[Tok], rules: Rules) -> bool:
+    if not find_any(toks, rules.greetings):
+        return False
+    ws = words(toks)
+    spans = [(i, len(p)) for i, p in find_any(ws, [*rules.greetings, *rules.smalltalk_fillers])]
+    return not _remove(ws, spans)
+
+
+def _remove(toks: Sequence[Tok], spans: Sequence[tuple[int, int]]) -> list[Tok]:
+    drop = {j for start, n in spans for j in range(start, start + n)}
+    return [t for i, t in enumerate(toks) if i not in drop]
+
+
+def _echo(names: Sequence[str]) -> str:
+    return ", ".join(n if len(n) <= MAX_ECHO_CHARS else n[: MAX_ECHO_CHARS - 1] + "…" for n in names[:3])
+
+
+def _masked(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[Tok]:
+    inside = {i for m in mentions for i in range(m.start, m.end)}
+    return [Tok(_DRUG, _DRUG, t.start, t.end) if i in inside else t for i, t in enumerate(toks)]
+
+
+def _mask_words(toks: Sequence[Tok], names: Sequence[str]) -> list[Tok]:
+    return [Tok(_DRUG, _DRUG, t.start, t.end) if t.raw in names else t for t in toks]
+
+
+def _bare_name(toks: Sequence[Tok], rules: Rules) -> bool:
+    rest = [t for t in words(toks) if t.raw != _DRUG]
+    spans = [(i, len(p)) for i, p in find_any(rest, rules.overview_fillers)]
+    return not _remove(rest, spans)
+
+
+def situation_only(query: str, language: Language) -> Situation:
+    """The situation of a question read without a corpus (no drug names known)."""
+    return read(query, None, language).frame.situation

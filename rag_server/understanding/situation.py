@@ -1,0 +1,177 @@
+"""The situation a question describes, recognised from its parts (vocabulary/situation.toml), before anything
+else is read: an ingestion that has happened, a severe reaction happening now, intent to harm oneself, intent
+to harm someone else (refused).
+
+Each part is found in the question's words: its phrases (whole words; a word typed without diacritics
+matches any accented form, but an English question never matches Vietnamese by folding), its combos (two
+pieces a few words apart: "cả … vỉ", "cho … uống"), and the amount structurally: a number (digits, glued
+to its unit as in "30ml", or number words: "hai mươi lăm") followed by a unit or by a drug name; a count of
+at least `many_from` is also the part `many`. ONE rule composes the parts: the situations are tried in the
+order situation.toml lists them, and one is recognised when every part of one of its `requires` sets is
+present and none of its `blockers` is (unless one of its `overrides_blockers` is). A general question about
+overdose ("xử trí quá liều X", "triệu chứng ngộ độc X") names no event and no reaction: it stays answerable.
+Cost: one pass over the question's words per part list (phrases indexed by first word).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+
+from rag_server.text.match import Phrase, Phrases, Tok, find_any, match_at, words
+from rag_server.understanding.frame import Situation, SituationKind, SituationPart
+from rag_server.vocabulary.situation import SituationVocabulary
+
+WHO_PARTS = ("child", "self", "other")
+AMOUNT = "amount"
+MANY = "many"
+MAX_COUNT = 10**6
+_GLUED = re.compile(r"^(\d{1,6})([a-z]+)$")
+
+
+def recognise(
+    toks: Sequence[Tok],
+    text: str,
+    vocabulary: SituationVocabulary,
+    child_age: bool = False,
+    drug_starts: Collection[int] = (),
+) -> Situation:
+    """The first situation whose parts the question says (see the module doc); Situation() when none.
+    `toks`: the question's tokens, accents read word by word (text.match.AccentRule.WORD); `child_age`: the
+    question states a child's age ("2 tuổi", "18 months old"), which counts as the part `child`;
+    `drug_starts`: character offsets where a drug name begins (a number before one is an amount)."""
+    ws = words(toks)
+    if _english(ws, vocabulary.english):
+        ws = [t._replace(loose=False) for t in ws]
+    found = _parts(ws, vocabulary, frozenset(drug_starts))
+    if child_age and "child" not in found:
+        found["child"] = SituationPart("child", "", 0, 0)
+    present = set(found)
+    for rule in vocabulary.rules:
+        matched = next((group for group in rule.requires if group <= present), None)
+        if matched is None:
+            continue
+        if present & rule.vetoes or (present & rule.blockers and not present & rule.overrides):
+            continue
+        shown = [p for p in (*WHO_PARTS, *sorted(matched), "followup_reference") if p in found]
+        parts = tuple(_with_text(found[p], text) for p in dict.fromkeys(shown))
+        return Situation(SituationKind(rule.kind), parts)
+    return Situation()
+
+
+def _english(ws: Sequence[Tok], markers: frozenset[str]) -> bool:
+    """ASCII only, with at least two distinct English marker words."""
+    return all(t.raw.isascii() for t in ws) and len({t.raw for t in ws if t.raw in markers}) >= 2
+
+
+def _find(ws: Sequence[Tok], strict: Sequence[Tok], phrases: Phrases) -> list[tuple[int, Phrase]]:
+    """find_any, where a one-word phrase typed with diacritics matches only a word typed with them."""
+    loose = Phrases(p for p in phrases if len(p) > 1 or p.raw[0] == p.folded[0])
+    single = Phrases(p for p in phrases if len(p) == 1 and p.raw[0] != p.folded[0])
+    hits = find_any(ws, loose) + find_any(strict, single)
+    return sorted(hits, key=lambda h: h[0])
+
+
+def _with_text(part: SituationPart, text: str) -> SituationPart:
+    if part.text or part.end <= part.start:
+        return part
+    return SituationPart(part.part, text[part.start : part.end], part.start, part.end)
+
+
+def _parts(
+    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
+) -> dict[str, SituationPart]:
+    """part name -> its first occurrence."""
+    found: dict[str, SituationPart] = {}
+    strict = [t._replace(loose=False) for t in ws]
+    for name, phrases in vocabulary.parts.items():
+        hits = _find(ws, strict, phrases)
+        if hits:
+            i, pat = hits[0]
+            found[name] = SituationPart(name, "", ws[i].start, ws[i + len(pat) - 1].end)
+    for combo in vocabulary.combos:
+        if combo.part not in found:
+            span = _combo(ws, combo.first, combo.then, combo.max_gap)
+            if span is not None:
+                found[combo.part] = SituationPart(combo.part, "", *span)
+    amount = _amount(ws, vocabulary, drug_starts)
+    if amount is not None:
+        part, count, pack = amount
+        found.setdefault(AMOUNT, part)
+        if count >= vocabulary.many_from or pack:
+            found.setdefault(MANY, SituationPart(MANY, "", part.start, part.end))
+    return found
+
+
+def _combo(ws: Sequence[Tok], first: Phrases, then: Phrases, max_gap: int) -> tuple[int, int] | None:
+    """(start, end) of the first `first` ... `then` with at most max_gap words between."""
+    for i, pat in first.matches(ws):
+        after = i + len(pat)
+        for j in range(after, min(len(ws), after + max_gap + 1)):
+            for end_pat in then.by_first.get(ws[j].folded, ()):
+                if match_at(ws, j, end_pat):
+                    return ws[i].start, ws[j + len(end_pat) - 1].end
+    return None
+
+
+def _amount(
+    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
+) -> tuple[SituationPart, int, bool] | None:
+    """The first "<number> <unit>" (or "<number> <drug name>", or "30ml") of the question, with its count and
+    whether its unit is a container (one "vỉ" is already many)."""
+    for i, tok in enumerate(ws):
+        glued = _GLUED.match(tok.folded)
+        if glued and _is_unit(glued.group(2), vocabulary.units):
+            count = min(int(glued.group(1)), MAX_COUNT)
+            return (
+                SituationPart(AMOUNT, "", tok.start, tok.end),
+                count,
+                _is_unit(glued.group(2), vocabulary.pack_units),
+            )
+        count, width = _number_at(ws, i, vocabulary)
+        if not width:
+            continue
+        j = i + width
+        if j < len(ws) and ws[j].start in drug_starts:
+            return SituationPart(AMOUNT, "", tok.start, ws[j].end), count, False
+        for unit in vocabulary.units.by_first.get(ws[j].folded, ()) if j < len(ws) else ():
+            if match_at(ws, j, unit):
+                pack = any(match_at(ws, j, p) for p in vocabulary.pack_units.by_first.get(ws[j].folded, ()))
+                return SituationPart(AMOUNT, "", tok.start, ws[j + len(unit) - 1].end), count, pack
+    return None
+
+
+def _is_unit(folded: str, units: Phrases) -> bool:
+    return any(len(u) == 1 and u.folded[0] == folded for u in units.by_first.get(folded, ()))
+
+
+def _number_at(ws: Sequence[Tok], i: int, vocabulary: SituationVocabulary) -> tuple[int, int]:
+    """(value, words) of the number starting at word i, (0, 0) when none: digits, or a run of number words
+    where a multiplier multiplies what came before it ("hai mươi lăm" = 25, "chục" alone = 10)."""
+    if ws[i].folded.isdigit():
+        return min(int(ws[i].folded[:7]), MAX_COUNT), 1
+    total = current = 0
+    j = i
+    while j < len(ws):
+        word = _word_value(ws, j, vocabulary.multipliers)
+        if word is not None:
+            value, width = word
+            current = max(current, 1) * value
+            if value >= 100:
+                total, current = total + current, 0
+            j += width
+            continue
+        word = _word_value(ws, j, vocabulary.numbers)
+        if word is None:
+            break
+        current += word[0]
+        j += word[1]
+    return (min(total + current, MAX_COUNT), j - i) if j > i else (0, 0)
+
+
+def _word_value(ws: Sequence[Tok], j: int, table: Sequence[tuple[Phrase, int]]) -> tuple[int, int] | None:
+    best: tuple[int, int] | None = None
+    for pat, value in table:
+        if pat.folded[0] == ws[j].folded and match_at(ws, j, pat) and (best is None or len(pat) > best[1]):
+            best = (value, len(pat))
+    return best

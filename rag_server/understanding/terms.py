@@ -1,0 +1,97 @@
+"""The asked terms of a question: what it asks ABOUT, as Vietnamese words and phrases, with the forms that
+mean the same. "zelvorin có gây đau đầu không" asks about "đau đầu" (one word, its form "nhức đầu" too),
+never about "đầu".
+
+From the question's words (text.words: underthesea's segmentation), leaving out the drug names, the section
+cue, stopwords and question fillers (rules.toml [lexical], [question]):
+  1. the phrases of the clinical vocabulary (clinical.toml [[term]] groups, medical terms, conditions),
+     longest first: each is one term, its forms its group (or itself);
+  2. every other run of words inside one segmented word is a term of its own ("nướu răng").
+The effect of a "does X cause Y" question is the first term after an effect cue ("có gây", "có làm",
+"cause"), or the last before "có phải do".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from rag_server.text.match import Phrase, Phrases, Tok, find_any
+from rag_server.text.words import Words
+from rag_server.understanding.frame import AskedTerm
+from rag_server.vocabulary.language import Language
+
+MIN_TERM_CHARS = 2
+MAX_TERMS = 12  # a question asks about a handful of things; more is prose
+
+
+def asked_terms(words: Words, skip: Collection[int], language: Language) -> tuple[AskedTerm, ...]:
+    """The asked terms of a question (see the module doc); `skip`: token indices that are no term (drug
+    names, the section cue)."""
+    toks = words.toks
+    keep = [i for i, t in enumerate(toks) if i not in skip and not t.is_punct]
+    usable = set(keep) - _filler_positions(toks, language)
+    masked = [t if i in usable else t._replace(raw="\x00", folded="\x00") for i, t in enumerate(toks)]
+    clinical = language.clinical
+    out: list[AskedTerm] = []
+    taken: set[int] = set()
+    for i, pat in find_any(masked, language.term_vocabulary):
+        if not words.aligned(i, len(pat)) and len(pat) == 1:
+            continue  # one syllable of a longer word ("đầu" of "khởi đầu")
+        span = range(i, i + len(pat))
+        taken.update(span)
+        forms = clinical.synonyms_of.get(pat.folded, (pat,))
+        out.append(_term(toks, i, len(pat), forms))
+
+    run: list[int] = []
+    for i in sorted(usable - taken):
+        if run and (i != run[-1] + 1 or words.word_of[i] != words.word_of[run[-1]]):
+            out.append(_plain(toks, run))
+            run = []
+        run.append(i)
+    if run:
+        out.append(_plain(toks, run))
+    terms = [t for t in sorted(out, key=lambda t: t.start) if _content(t)]
+    return tuple(terms[:MAX_TERMS])
+
+
+def effect_of(
+    toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Language
+) -> AskedTerm | None:
+    """The effect of a "does X cause Y" question: the first term after an effect cue, else the last one
+    before a "có phải do" cue; None when the question has neither cue."""
+    rules = language.rules
+    after = [toks[i + len(p) - 1].end for i, p in find_any(toks, rules.effect_cues)]
+    if after:
+        later = [t for t in terms if t.start >= after[0]]
+        if later:
+            return later[0]
+    before = [toks[i].start for i, _ in find_any(toks, rules.effect_after)]
+    if before:
+        earlier = [t for t in terms if t.end <= before[0]]
+        if earlier:
+            return earlier[-1]
+    return None
+
+
+def _filler_positions(toks: Sequence[Tok], language: Language) -> set[int]:
+    rules = language.rules
+    fillers = Phrases((*rules.question_fillers, *language.fillers))
+    covered = {j for i, p in find_any(toks, fillers) for j in range(i, i + len(p))}
+    covered |= {i for i, t in enumerate(toks) if t.folded in rules.stopwords}
+    return covered
+
+
+def _term(toks: Sequence[Tok], i: int, n: int, forms: Sequence[Phrase]) -> AskedTerm:
+    text = " ".join(t.raw for t in toks[i:i + n])
+    return AskedTerm(text, tuple(dict.fromkeys([text, *(f.text for f in forms)])), toks[i].start,
+                     toks[i + n - 1].end, known=True)
+
+
+def _plain(toks: Sequence[Tok], run: Sequence[int]) -> AskedTerm:
+    text = " ".join(toks[i].raw for i in run)
+    return AskedTerm(text, (text,), toks[run[0]].start, toks[run[-1]].end)
+
+
+def _content(term: AskedTerm) -> bool:
+    letters = [c for c in term.text if c.isalpha()]
+    return len(letters) >= MIN_TERM_CHARS and not term.text.replace(" ", "").isdigit()
