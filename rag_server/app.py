@@ -22,6 +22,7 @@ from rag_server.vocabulary.sections import Vocabulary
 
 if TYPE_CHECKING:
     from rag_server.answer.factory import AnswerParts
+    from rag_server.persistence.audit_store import AuditWriter
     from rag_server.persistence.recorder import TraceRecorder
     from rag_server.providers.base import Embedder, Reranker
     from rag_server.store.base import Store
@@ -39,6 +40,7 @@ class App:
     traces: TraceRecorder | None = None  # set when RAG_DATABASE_URL is set and the database answered
     executor: ThreadPoolExecutor | None = None  # the worker pool of blocking call work (RAG_MAX_WORKERS)
     answers: AnswerParts | None = None  # understander, generator, judge, memory of AnswerService/Ask
+    audit: AuditWriter | None = None  # the audit chain of Retrieve and Ask calls (RAG_AUDIT, on by default)
     _retriever: Retriever | None = field(default=None, repr=False)
     _building: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -73,6 +75,10 @@ class App:
             from rag_server.answer.factory import build_answer_parts
 
             self.answers = build_answer_parts(self.settings, self.language, self.traces)
+        if self.audit is None and self.settings.audit:
+            from rag_server.persistence.audit_store import open_audit
+
+            self.audit = open_audit(self.settings, self.embedder, self.reranker, self.answers)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self.executor, self.refresh)
         # Models the first requests would otherwise load, in the background (serving starts now).
@@ -122,6 +128,9 @@ class App:
         return manifest.generation if manifest is not None else ""
 
     async def close(self) -> None:
+        if self.audit is not None:
+            await self.audit.close()  # drains the queued audit records first
+            self.audit = None
         if self.traces is not None:
             await self.traces.close()  # drains the pending trace inserts first
             self.traces = None

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import grpc
 
 from rag_server.answer.pipeline import AskPipeline
-from rag_server.api import answer_convert
+from rag_server.api import answer_convert, audit_hook
 from rag_server.api.calls import current_correlation_id
 from rag_server.api.validation import Violations
 from rag_server.api.work import run_cheap_first
@@ -50,8 +50,10 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
             parts.memory, parts.config, run,
         )
         correlation_id = current_correlation_id()
+        trail = audit_hook.AskTrail(self.app, request.query, request.conversation_id)  # audit record
         async for event in pipeline.ask(request.query.strip(), request.conversation_id,
                                         context.time_remaining()):
+            trail.see(event)  # at the Final: the record is queued (never waits)
             reply = answer_convert.event(event, correlation_id)
             if reply.HasField("final"):
                 reply.final.otel_trace_id = current_otel_trace_id()  # "" unless RAG_OTEL

@@ -1,0 +1,114 @@
+"""The audit record of a Retrieve or an Ask call, handed from the servicer to the background writer
+(persistence/audit.py builds the entry from domain values, persistence/audit_store.py appends it). Adds
+what only the call knows: the caller's key name and the correlation id. Never raises and never waits:
+a record that cannot be built is logged at ERROR and counted.
+
+A Retrieve reply served from the reply cache has no domain result: its frame, decision, route and evidence
+are read back from that reply here, at the edge (the same values the result it was built from had).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_server.answer.model import AskEvent, Block, Claim, Final
+from rag_server.api import convert
+from rag_server.api.calls import current_correlation_id
+from rag_server.app import App
+from rag_server.domain import Decision, DecisionKind, Reason
+from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
+from rag_server.persistence.audit import build_entry
+from rag_server.retrieval.results import RetrievalResult, Route
+from rag_server.security.auth import caller_name
+from rag_server.understanding.catalog import MatchStage, Mention
+from rag_server.understanding.frame import QueryFrame
+
+RETRIEVE = "RetrievalService/Retrieve"
+ASK = "AnswerService/Ask"
+
+_KIND_STAGE = {
+    pb.MATCH_KIND_EXACT: MatchStage.EXACT,
+    pb.MATCH_KIND_TYPO: MatchStage.FUZZY,
+    pb.MATCH_KIND_PREFIX: MatchStage.PREFIX,
+}
+
+
+def _frame_of(reply: rpb.RetrieveResponse) -> QueryFrame | None:
+    if not reply.HasField("frame"):
+        return None
+    frame = convert.frame_from_proto(reply.frame)
+    frame.drug_mentions = [
+        Mention(0, 0, m.text, tuple(m.drug_ids), m.distance,
+                stage=_KIND_STAGE.get(m.match_kind, MatchStage.EXACT))
+        for m in reply.frame.drug_mentions
+    ]
+    return frame
+
+
+def _manifest(app: App) -> Any:
+    return app.retriever().manifest
+
+
+def retrieve(
+    app: App, request: rpb.RetrieveRequest, result: RetrievalResult | None, reply: rpb.RetrieveResponse,
+    manifest: Any,
+) -> None:
+    """Audit one Retrieve call: `result` is the domain result, None when `reply` came from the cache."""
+    writer = app.audit
+    if writer is None:
+        return
+    correlation_id = current_correlation_id()
+    try:
+        if result is not None:
+            frame, decision, route = result.frame, result.decision, result.route
+            evidence = [h.chunk.chunk_id for h in result.evidence]
+        else:
+            frame, route = _frame_of(reply), Route[rpb.Route.Name(reply.route).removeprefix("ROUTE_")]
+            decision = Decision(DecisionKind(reply.decision.kind), Reason(reply.decision.reason), "")
+            evidence = [e.chunk_id for e in reply.evidence]
+        writer.record(build_entry(
+            rpc=RETRIEVE, question=request.query or request.frame.query, frame=frame, decision=decision,
+            evidence_chunk_ids=evidence, manifest=manifest, providers=writer.providers.retrieval,
+            caller=caller_name(), correlation_id=correlation_id, question_mode=writer.question_mode,
+            route=str(route.value),
+        ))
+    except Exception:
+        writer.build_failed(RETRIEVE, correlation_id)
+
+
+class AskTrail:
+    """Follows one Ask's events: keeps the verified claims of its blocks and, at its Final, records the
+    call. `see` never raises."""
+
+    def __init__(self, app: App, question: str, conversation_id: str = "") -> None:
+        self.writer = app.audit
+        self.question = question
+        self.conversation_id = conversation_id
+        self.correlation_id = current_correlation_id()
+        self.caller = caller_name()
+        self.claims: list[Claim] = []
+        self.manifest: Any = None
+        if self.writer is not None:
+            try:
+                self.manifest = _manifest(app)
+            except Exception:
+                self.manifest = None
+
+    def see(self, event: AskEvent) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            if isinstance(event, Block):
+                self.claims.extend(event.claims)
+            elif isinstance(event, Final):
+                writer.record(build_entry(
+                    rpc=ASK, question=self.question, frame=event.frame, decision=event.decision,
+                    evidence_chunk_ids=[c.chunk_id for c in event.citations], manifest=self.manifest,
+                    providers=writer.providers.ask, caller=self.caller, correlation_id=self.correlation_id,
+                    question_mode=writer.question_mode, claims=self.claims, route=str(event.route.value),
+                    conversation_id=self.conversation_id,
+                ))
+        except Exception:
+            writer.build_failed(ASK, self.correlation_id)
