@@ -4,12 +4,13 @@ what only the call knows: the caller's key name and the correlation id. Never ra
 a record that cannot be built is logged at ERROR and counted.
 
 A Retrieve reply served from the reply cache has no domain result: its frame, decision, route and evidence
-are read back from that reply here, at the edge (the same values the result it was built from had).
+are read back from that reply here, at the edge (the same values the result it was built from had), once
+per generation and request (the reply cache's own key), so a hot cached reply pays a dictionary lookup.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from rag_server.answer.model import AskEvent, Block, Claim, Final
 from rag_server.api import convert
@@ -18,7 +19,8 @@ from rag_server.app import App
 from rag_server.domain import Decision, DecisionKind, Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
-from rag_server.persistence.audit import build_entry
+from rag_server.persistence.audit import build_entry, frame_entry
+from rag_server.retrieval.caches import Lru
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.security.auth import caller_name
 from rag_server.understanding.catalog import MatchStage, Mention
@@ -34,6 +36,19 @@ _KIND_STAGE = {
 }
 
 
+class _Act(NamedTuple):
+    """What a Retrieve reply says the call did."""
+
+    frame: dict[str, Any] | None
+    decision: Decision
+    route: str
+    evidence: list[str]
+
+
+# The act of each cached reply, by (generation, query, drug_id, section_key): the reply cache's key.
+_CACHED_ACTS: Lru[tuple[str, str, str, str], _Act] = Lru(4096)
+
+
 def _frame_of(reply: rpb.RetrieveResponse) -> QueryFrame | None:
     if not reply.HasField("frame"):
         return None
@@ -44,6 +59,15 @@ def _frame_of(reply: rpb.RetrieveResponse) -> QueryFrame | None:
         for m in reply.frame.drug_mentions
     ]
     return frame
+
+
+def _act_of(reply: rpb.RetrieveResponse) -> _Act:
+    return _Act(
+        frame_entry(_frame_of(reply)),
+        Decision(DecisionKind(reply.decision.kind), Reason(reply.decision.reason), ""),
+        Route[rpb.Route.Name(reply.route).removeprefix("ROUTE_")].value,
+        [e.chunk_id for e in reply.evidence],
+    )
 
 
 def _manifest(app: App) -> Any:
@@ -61,17 +85,17 @@ def retrieve(
     correlation_id = current_correlation_id()
     try:
         if result is not None:
-            frame, decision, route = result.frame, result.decision, result.route
-            evidence = [h.chunk.chunk_id for h in result.evidence]
+            act = _Act(frame_entry(result.frame), result.decision, str(result.route.value),
+                       [h.chunk.chunk_id for h in result.evidence])
         else:
-            frame, route = _frame_of(reply), Route[rpb.Route.Name(reply.route).removeprefix("ROUTE_")]
-            decision = Decision(DecisionKind(reply.decision.kind), Reason(reply.decision.reason), "")
-            evidence = [e.chunk_id for e in reply.evidence]
+            generation = str(getattr(manifest, "generation", ""))
+            key = (generation, request.query, request.drug_id, request.section_key)
+            act = _CACHED_ACTS.get_or_make(key, lambda: _act_of(reply))
         writer.record(build_entry(
-            rpc=RETRIEVE, question=request.query or request.frame.query, frame=frame, decision=decision,
-            evidence_chunk_ids=evidence, manifest=manifest, providers=writer.providers.retrieval,
-            caller=caller_name(), correlation_id=correlation_id, question_mode=writer.question_mode,
-            route=str(route.value),
+            rpc=RETRIEVE, question=request.query or request.frame.query, frame=act.frame,
+            decision=act.decision, evidence_chunk_ids=act.evidence, manifest=manifest,
+            providers=writer.providers.retrieval, caller=caller_name(), correlation_id=correlation_id,
+            question_mode=writer.question_mode, route=act.route,
         ))
     except Exception:
         writer.build_failed(RETRIEVE, correlation_id)

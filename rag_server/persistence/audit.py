@@ -104,9 +104,9 @@ def question_digest(text: str) -> str:
 # --- building an entry ------------------------------------------------------------------------------------
 def frame_entry(frame: Any) -> dict[str, Any] | None:
     """A QueryFrame as plain values: turn type, drugs, section, indication, patient facts, drug mentions
-    (the question text itself is kept apart, under `question`)."""
-    if frame is None:
-        return None
+    (the question text itself is kept apart, under `question`). A dict is taken as already made."""
+    if frame is None or isinstance(frame, dict):
+        return frame
     patient = frame.patient
     return {
         "turn_type": str(frame.turn_type.value),
