@@ -26,6 +26,7 @@ from rag_server.vocabulary.sections import Vocabulary
 
 if TYPE_CHECKING:
     from rag_server.answer.factory import AnswerParts
+    from rag_server.persistence.audit_store import AuditWriter
     from rag_server.persistence.recorder import TraceRecorder
     from rag_server.providers.base import Embedder
     from rag_server.providers.rerank.guarded import Ranker
@@ -83,6 +84,7 @@ class App:
     traces: TraceRecorder | None = None  # set when RAG_DATABASE_URL is set and the database answered
     executor: ThreadPoolExecutor | None = None  # the worker pool of blocking call work (RAG_MAX_WORKERS)
     answers: AnswerParts | None = None  # understander, generator, judge, memory of AnswerService/Ask
+    audit: AuditWriter | None = None  # the audit chain of Retrieve and Ask calls (RAG_AUDIT, on by default)
     holder: CorpusHolder | None = None
     _watch: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -128,6 +130,10 @@ class App:
             from rag_server.answer.factory import build_answer_parts
 
             self.answers = build_answer_parts(self.settings, self.language, self.traces)
+        if self.audit is None and self.settings.audit:
+            from rag_server.persistence.audit_store import open_audit
+
+            self.audit = open_audit(self.settings, self.embedder, self.reranker, self.answers)
         assert self.store is not None
         self.holder = CorpusHolder(self.store, self.language, EvidencePolicy.from_settings(self.settings))
         loop = asyncio.get_running_loop()
@@ -162,6 +168,9 @@ class App:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
             self._watch = None
+        if self.audit is not None:
+            await self.audit.close()  # drains the queued audit records first
+            self.audit = None
         if self.traces is not None:
             await self.traces.close()  # drains the pending trace inserts first
             self.traces = None

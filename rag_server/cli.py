@@ -1,4 +1,4 @@
-"""`rag-server serve | ingest | ask | eval | migrate | keys`."""
+"""`rag-server serve | ingest | ask | eval | migrate | keys | audit`."""
 
 from __future__ import annotations
 
@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     from rag_server.security.keys_cli import add_keys_parser
 
     add_keys_parser(sub)
+
+    from rag_server.persistence.audit_cli import add_audit_parser
+
+    add_audit_parser(sub)
     return parser
 
 

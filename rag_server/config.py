@@ -209,6 +209,17 @@ class Settings(BaseSettings):
     # --- persistence ---
     database_url: SecretStr | None = Field(None, description="PostgreSQL DSN for conversations and traces.")
 
+    # --- audit --- (rag_server/persistence/audit.py: a hash-chained record of every Retrieve and Ask call)
+    audit: bool = Field(
+        True, description="Write a tamper-evident audit record of every Retrieve and Ask call, chained by "
+        "hash: PostgreSQL table audit_records when RAG_DATABASE_URL is set, else "
+        "<data-dir>/audit/audit.jsonl; `rag-server audit verify` checks the chain (false: no records)."
+    )
+    audit_question: Literal["digest", "text"] = Field(
+        "digest", description="How an audit record keeps the question: digest = the sha256 hex of the "
+        "trimmed, NFC-normalised text only; text = the text too."
+    )
+
     # --- security and limits --- (rag_server/security/: API keys live in <data-dir>/keys.json, managed with
     # `rag-server keys`; auth is on while that file holds a key)
     tls_cert: Path | None = Field(

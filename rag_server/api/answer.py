@@ -11,7 +11,7 @@ import grpc
 
 from rag_server.answer.memory import ConversationNotOwned
 from rag_server.answer.pipeline import AskPipeline
-from rag_server.api import answer_convert
+from rag_server.api import answer_convert, audit_hook
 from rag_server.api.calls import current_correlation_id
 from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
@@ -46,11 +46,13 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
         )
         correlation_id = current_correlation_id()
         owner = conversation_owner()  # another caller's conversation is refused before anything runs
+        trail = audit_hook.AskTrail(self.app, request.query, request.conversation_id)  # audit record
         try:
             if request.conversation_id:
                 await parts.memory.check_owner(request.conversation_id, owner)
             async for event in pipeline.ask(request.query.strip(), request.conversation_id,
                                             context.time_remaining(), owner=owner):
+                trail.see(event)  # at the Final: the record is queued (never waits)
                 reply = answer_convert.event(event, correlation_id)
                 if reply.HasField("final"):
                     reply.final.otel_trace_id = current_otel_trace_id()  # "" unless RAG_OTEL

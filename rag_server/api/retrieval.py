@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 
-from rag_server.api import convert
+from rag_server.api import audit_hook, convert
 from rag_server.api import limits as L
 from rag_server.api.calls import current_correlation_id
 from rag_server.api.errors import failed_precondition, invalid_argument
@@ -31,7 +31,7 @@ from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question, patient_texts
 from rag_server.persistence.traces import RetrievalTrace
 from rag_server.retrieval import requests
-from rag_server.retrieval.results import Route
+from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.routes import retrieve
 from rag_server.understanding.frame import Reading
 from rag_server.understanding.reading import conflicting_drugs
@@ -126,6 +126,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         cheap = len(request.query) + len(request.frame.query) <= self.app.settings.inline_query_chars
         key = None if has_frame else ("retrieve", request.query, request.drug_id, request.section_key)
         reply = self.replies.get(corpus.generation, key, retrieval_pb2.RetrieveResponse) if key else None
+        result: RetrievalResult | None = None  # None: the reply came from the cache
         if reply is None:
             if has_frame:
                 reading = Reading(convert.frame_from_proto(request.frame, request.query))
@@ -160,6 +161,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                 self.replies.put(corpus.generation, key, reply)
         note_decision(reply.decision)  # counted by the metrics when the call ends
         self._trace(RetrievalTrace.from_retrieve, request, reply, started)
+        audit_hook.retrieve(self.app, request, result, reply, corpus.manifest)  # queued, never waits
         return reply
 
     async def LookupIndication(

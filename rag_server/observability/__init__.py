@@ -117,6 +117,7 @@ class Observability:
         except Exception:  # measuring less is better than not starting
             log.warning("provider metrics not installed", exc_info=True)
         metrics.watch_reranker(lambda: app.reranker)
+        metrics.watch_audit(lambda: app.audit)  # audit records written, failed, pending
 
     def serve_metrics(self) -> None:
         """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (ListenError, one line, when it cannot)."""

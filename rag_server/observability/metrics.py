@@ -20,6 +20,11 @@ here raises into a call: a failing metric is logged once and skipped.
     rag_ingest_stage_done / rag_ingest_stage_total            its progress within that stage
     rag_ingest_chunks_per_second                              embedding rate of the running (or last) ingest
     rag_ingest_runs_total{result}                             Ingest runs ended, by status ("ok", ...)
+    rag_audit_records_written_total                           audit records appended to the chain
+    rag_audit_write_failures_total{reason}                    audit records NOT written (each also an ERROR
+                                                              log line): queue_full, closed, write_error,
+                                                              build_error, shutdown
+    rag_audit_pending                                         audit records queued, not yet written
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from rag_server.observability.hooks import decision_labels, decision_var
@@ -175,6 +180,34 @@ class _BreakerCollector(Collector):
         yield failures
 
 
+class _AuditCollector(Collector):
+    """The audit writer's counts (persistence/audit_store.py), read at scrape time."""
+
+    def __init__(self, writer: Callable[[], Any], failed: _Once) -> None:
+        self.writer = writer
+        self.failed = failed
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        written = CounterMetricFamily("rag_audit_records_written", "Audit records appended to the chain.")
+        failures = CounterMetricFamily(
+            "rag_audit_write_failures", "Audit records not written (each logged at ERROR), by reason.",
+            labels=("reason",),
+        )
+        pending = GaugeMetricFamily("rag_audit_pending", "Audit records queued, not yet written.")
+        try:
+            writer = self.writer()
+            if writer is not None:
+                written.add_metric((), writer.written)
+                for reason, count in writer.failures.items():
+                    failures.add_metric((reason,), count)
+                pending.add_metric((), writer.pending)
+        except Exception:
+            self.failed("audit collector")
+        yield written
+        yield failures
+        yield pending
+
+
 class Metrics:
     """The registry and metrics of one server; `finished` is its call Observer (api/calls.py)."""
 
@@ -217,6 +250,9 @@ class Metrics:
 
     def watch_reranker(self, reranker: Callable[[], Any]) -> None:
         self.registry.register(_BreakerCollector(reranker, self.failed))
+
+    def watch_audit(self, writer: Callable[[], Any]) -> None:
+        self.registry.register(_AuditCollector(writer, self.failed))
 
     # --- the call Observer ---
     def finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
