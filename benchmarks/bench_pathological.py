@@ -69,7 +69,8 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 def in_process(repeat: int) -> None:
     from fictional_formulary import build_chunks
 
-    from rag_server.understanding import build_catalog, build_frame
+    from rag_server.understanding.catalog import build_catalog
+    from rag_server.understanding.reading import read as build_frame
 
     vocab, rules = load_language()
     catalog = build_catalog(build_chunks(), vocab)

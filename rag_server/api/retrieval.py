@@ -128,6 +128,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         reply = self.replies.get(corpus.generation, key, retrieval_pb2.RetrieveResponse) if key else None
         result: RetrievalResult | None = None  # None: the reply came from the cache
         if reply is None:
+            began = time.perf_counter()
             if has_frame:
                 reading = Reading(convert.frame_from_proto(request.frame, request.query))
             else:
@@ -155,7 +156,9 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                             "send one drug, or drop drug_id to let the query decide",
                         ),
                     )
+            read_ms = (time.perf_counter() - began) * 1000
             result = await run(context, executor, retrieve, reading, corpus, providers, try_inline=cheap)
+            result = requests.with_reading_time(result, read_ms)
             reply = convert.retrieve_response(result)
             if key and result.route in _STABLE_ROUTES and result.decision.reason != Reason.CORPUS_NOT_LOADED:
                 self.replies.put(corpus.generation, key, reply)

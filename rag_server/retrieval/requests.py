@@ -9,7 +9,7 @@ from rag_server.domain import Reason
 from rag_server.reasons import make_decision
 from rag_server.retrieval import indication, patient_safety
 from rag_server.retrieval.corpus import Corpus, Providers
-from rag_server.retrieval.results import AssessmentResult, IndicationResult
+from rag_server.retrieval.results import AssessmentResult, IndicationResult, RetrievalResult
 from rag_server.retrieval.timing import Timings
 from rag_server.understanding.catalog import DrugInfo
 from rag_server.understanding.frame import PatientFacts, QueryFrame, Reading, TurnType
@@ -27,6 +27,12 @@ def read_request(query: str, drug_id: str, section_key: str, corpus: Corpus) -> 
     if section_key:
         return for_section(reading, section_key)
     return reading
+
+
+def with_reading_time(result: RetrievalResult, millis: float) -> RetrievalResult:
+    """The result with the reading's time as its first stage ("understand")."""
+    result.timings.stages.insert(0, ("understand", millis))
+    return result
 
 
 def lookup_indication(text: str, corpus: Corpus, providers: Providers) -> IndicationResult:

@@ -337,7 +337,7 @@ def _cue(section: object, toks: Sequence[Tok]) -> SectionCue | None:
 def _terms(
     query: str, toks: Sequence[Tok], mentions: Sequence[Mention], cue: SectionCue | None, language: Language
 ) -> tuple[AskedTerm, ...]:
-    words_of = read_words(query)
+    words_of = read_words(query[: toks[-1].end] if toks else "")  # what the reading reads of a long question
     spans = _char_spans(toks, mentions) + ([(cue.start, cue.end)] if cue is not None else [])
     skip = {i for i, t in enumerate(words_of.toks) if any(a <= t.start < b for a, b in spans)}
     return asked_terms(words_of, skip, language)

@@ -50,8 +50,18 @@ def asked_terms(words: Words, skip: Collection[int], language: Language) -> tupl
         run.append(i)
     if run:
         out.append(_plain(toks, run))
-    terms = [t for t in sorted(out, key=lambda t: t.start) if _content(t)]
-    return tuple(terms[:MAX_TERMS])
+    seen: set[str] = set()
+    terms: list[AskedTerm] = []
+    for term in sorted(out, key=lambda t: t.start):
+        key = term.text.lower()
+        if _content(term) and key not in seen:
+            seen.add(key)
+            terms.append(term)
+    if len(terms) > MAX_TERMS:  # vocabulary phrases first, then the others in text order
+        kept = {id(t) for t in [t for t in terms if t.known][:MAX_TERMS]}
+        kept |= {id(t) for t in [t for t in terms if not t.known][: MAX_TERMS - len(kept)]}
+        terms = [t for t in terms if id(t) in kept]
+    return tuple(terms)
 
 
 def effect_of(
@@ -76,9 +86,7 @@ def effect_of(
 def _filler_positions(toks: Sequence[Tok], language: Language) -> set[int]:
     rules = language.rules
     fillers = Phrases((*rules.question_fillers, *language.fillers))
-    covered = {j for i, p in find_any(toks, fillers) for j in range(i, i + len(p))}
-    covered |= {i for i, t in enumerate(toks) if t.folded in rules.stopwords}
-    return covered
+    return {j for i, p in find_any(toks, fillers) for j in range(i, i + len(p))}
 
 
 def _term(toks: Sequence[Tok], i: int, n: int, forms: Sequence[Phrase]) -> AskedTerm:

@@ -183,8 +183,13 @@ def _parse(data: dict[str, object]) -> Vocabulary:
         )
     intro = tuple(str(k) for k in data.get("intro_sections", []))  # type: ignore[attr-defined]
     identity = tuple(str(k) for k in data.get("identity_sections", []))  # type: ignore[attr-defined]
+    for key in (*intro, *identity):
+        if key not in sections:
+            raise ValueError(f"intro/identity section {key!r} is not a declared section")
+    if "roles" not in data:
+        raise ValueError("sections.toml needs a [roles] table (what each section is for)")
     roles = _roles(data["roles"])
-    for key in (*intro, *identity, *roles.keys()):
+    for key in sorted(roles.keys()):
         if key not in sections:
             raise ValueError(f"intro/identity/role section {key!r} is not a declared section")
     return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles)

@@ -79,8 +79,10 @@ def test_the_question_is_a_digest_of_its_nfc_text_by_default_and_text_when_confi
         "indication": "",
         "patient": {"current_medications": ["calvimex"], "conditions": [], "age_years": None,
                     "pregnant": True, "breastfeeding": False, "renal_impairment": False,
-                    "hepatic_impairment": False, "allergies": []},
+                    "hepatic_impairment": False, "allergies": [], "age_months": None, "weight_kg": None,
+                    "groups": []},
         "drug_mentions": [{"text": "zentorn", "drug_ids": ["zentorin"], "match": "fuzzy", "distance": 1}],
+        "situation": {"kind": "none", "parts": []},
     }
     assert "claims" not in digest  # Retrieve has no claims
     assert build_entry(question="", **common)["question"] is None  # a lookup by drug_id asks nothing

@@ -70,9 +70,9 @@ def test_kind_matches_the_proto_comment() -> None:
     assert not wrong
 
 
-def test_only_grounded_evidence_is_answerable() -> None:
+def test_only_grounded_evidence_or_a_book_read_whole_is_answerable() -> None:
     answerable = [r for r in REASONS if kind_for(Reason(r)) == DecisionKind.ANSWERABLE]
-    assert answerable == [Reason.GROUNDED_EVIDENCE_AVAILABLE]
+    assert answerable == [Reason.GROUNDED_EVIDENCE_AVAILABLE, Reason.EFFECT_NOT_LISTED]
     assert kind_for(Reason.INSUFFICIENT_EVIDENCE) == DecisionKind.ABSTAIN
 
 

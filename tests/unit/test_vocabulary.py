@@ -119,6 +119,22 @@ def test_undeclared_intro_section_is_rejected(tmp_path: Path) -> None:
         load_vocabulary(path)
 
 
+def test_every_role_names_a_declared_section(tmp_path: Path) -> None:
+    text = resources_text().replace('indication = "chi_dinh"', 'indication = "chi_dinh_nope"')
+    path = tmp_path / "sections.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="chi_dinh_nope"):
+        load_vocabulary(path)
+    roles = load_vocabulary().roles
+    assert roles.indication == "chi_dinh" and "than_trong" in roles.warning_facet
+
+
+def resources_text() -> str:
+    from importlib import resources
+
+    return resources.files("rag_server.vocabulary").joinpath("sections.toml").read_text("utf-8")
+
+
 def test_duplicate_or_unfolded_key_is_rejected(tmp_path: Path) -> None:
     dup = tmp_path / "dup.toml"
     dup.write_text(

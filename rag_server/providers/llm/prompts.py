@@ -83,6 +83,9 @@ PLANS: dict[str, str] = {  # every value of answer.model.Plan (a test keeps them
     "header. Facets with no evidence are reported by the service itself; never conclude that a drug is "
     "safe because a block says nothing.",
     "urgent": "Present the overdose section as it stands: every statement of every block, in order.",
+    "effect": "The question asks whether the drug causes an effect. State only the statements that name "
+    "that effect (or a word meaning the same), in block order; leave out every other statement, however "
+    "close. If no block names it, answer with no claims and evidence_sufficient false.",
 }
 
 REPAIR = (

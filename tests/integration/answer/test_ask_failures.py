@@ -9,15 +9,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import collect  # type: ignore[import-not-found]
+from conftest import collect, section  # type: ignore[import-not-found]
 
-from rag_server.answer.memory import Recalled
 from rag_server.answer.model import Draft, DraftClaim, GenerationRequest
 from rag_server.answer.pipeline import AnswerConfig, AskPipeline
 from rag_server.domain import DecisionKind, Reason
 from rag_server.providers.base import MalformedOutput, ProviderError
-from rag_server.retrieval.retriever import Retriever
-from rag_server.understanding.frame import Understanding
+from rag_server.retrieval.corpus import Corpus
+from rag_server.understanding.catalog import Catalog
+from rag_server.understanding.frame import Prior, Reading
+from rag_server.vocabulary.language import Language
 
 pytestmark = pytest.mark.integration
 QUESTION = "liều dùng của zentorin"  # two parts: "Người lớn: uống 2 viên 50 mg mỗi ngày." + renal/child part
@@ -26,11 +27,12 @@ FIRST = "Người lớn: uống 2 viên 50 mg mỗi ngày."
 
 class FailingUnderstander:
     name = "scripted"
+    blocking = False
 
     def __init__(self, error: Exception) -> None:
         self.error = error
 
-    def understand(self, question: str, recalled: Recalled, retriever: Retriever) -> Understanding:
+    def understand(self, question: str, prior: Prior, catalog: Catalog | None, language: Language) -> Reading:
         raise self.error
 
 
@@ -40,6 +42,7 @@ class ScriptedGenerator:
 
     script: list[Draft | Exception]
     name: str = "scripted"
+    blocking: bool = False
     requests: list[GenerationRequest] = field(default_factory=list)
 
     def generate(self, request: GenerationRequest) -> Draft:
@@ -52,6 +55,7 @@ class ScriptedGenerator:
 
 class FailingJudge:
     name = "scripted"
+    blocking = False
 
     def judge(self, *args: Any) -> Any:
         raise ProviderError("judge down")
@@ -104,9 +108,9 @@ async def test_generation_failures(
 
 
 async def test_one_repair_can_complete_an_answer(
-    make_pipeline: Callable[..., AskPipeline], retriever: Retriever
+    make_pipeline: Callable[..., AskPipeline], corpus: Corpus
 ) -> None:
-    second = retriever.retrieve(drug_id="zentorin", section_key="lieu_luong_va_cach_dung").evidence[1].chunk
+    second = section(corpus, "zentorin", "lieu_luong_va_cach_dung").evidence[1].chunk
     rest = [s.strip() + "." for s in second.text.split(".") if s.strip()]
     full = draft((FIRST, (1,)), *((text, (2,)) for text in rest))
     generator = ScriptedGenerator([draft((FIRST, (1,))), full])

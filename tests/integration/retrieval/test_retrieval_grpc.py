@@ -89,9 +89,16 @@ async def test_retrieve_with_a_frame_and_free_form(channel: grpc.aio.Channel) ->
     )
     reply = await stub.Retrieve(rpb.RetrieveRequest(frame=frame))
     assert {(e.drug_id, e.section_key) for e in reply.evidence} == {("calvimex", "than_trong")}
-    free = await stub.Retrieve(rpb.RetrieveRequest(query="zentorin có làm buồn ngủ không"))
+    free = await stub.Retrieve(rpb.RetrieveRequest(query="zentorin ức chế enzym nào"))
     assert free.route == rpb.ROUTE_FREE_FORM and 0 < len(free.evidence) <= 6
     assert free.reranker_state in ("closed", "open", "half_open")
+    # "does X cause Y": X's effect sections read whole, the chunks naming Y as evidence
+    effect = await stub.Retrieve(rpb.RetrieveRequest(query="zentorin có làm buồn ngủ không"))
+    assert effect.route == rpb.ROUTE_EFFECT and effect.frame.effect.text == "buồn ngủ"
+    assert [e.section_key for e in effect.evidence] == ["tac_dung_khong_mong_muon"]
+    assert all("buồn ngủ" in e.text for e in effect.evidence)
+    missing = await stub.Retrieve(rpb.RetrieveRequest(query="zentorin có gây rụng tóc không"))
+    assert missing.decision.reason == R.DECISION_REASON_EFFECT_NOT_LISTED and not missing.evidence
 
 
 async def test_unknown_drug_is_a_decision_not_an_error(channel: grpc.aio.Channel) -> None:

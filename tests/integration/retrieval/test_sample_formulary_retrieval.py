@@ -70,9 +70,12 @@ async def test_bare_name_and_free_form(stub: retrieval_pb2_grpc.RetrievalService
     overview = await stub.Retrieve(rpb.RetrieveRequest(query="zelvorin"))
     assert overview.route == rpb.ROUTE_DRUG_OVERVIEW
     assert overview.evidence[0].drug_name == "ZELVORIN" and not overview.evidence[0].text.startswith("【")
-    free = await stub.Retrieve(rpb.RetrieveRequest(query="zelvorin có gây phù chân không"))
+    free = await stub.Retrieve(rpb.RetrieveRequest(query="zelvorin chẹn kênh gì"))
     assert free.route == rpb.ROUTE_FREE_FORM and 0 < len(free.evidence) <= 6
     assert {e.drug_id for e in free.evidence} == {"zelvorin"}
+    effect = await stub.Retrieve(rpb.RetrieveRequest(query="zelvorin có gây phù chân không"))
+    assert effect.route == rpb.ROUTE_EFFECT and effect.evidence  # "Phù cổ chân" (a synonym)
+    assert {e.section_key for e in effect.evidence} == {"tac_dung_khong_mong_muon"}
 
 
 async def test_sample_indications(stub: retrieval_pb2_grpc.RetrievalServiceStub) -> None:

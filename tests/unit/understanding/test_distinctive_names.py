@@ -7,10 +7,12 @@ import pytest
 
 from rag_server.domain import Chunk, ChunkKind, SourceRef, chunk_id_for
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame, load_rules
-from rag_server.understanding.catalog import Catalog, distinctive_words
+from rag_server.understanding.catalog import Catalog, build_catalog, distinctive_words
+from rag_server.understanding.frame import TurnType
+from rag_server.understanding.reading import read as build_frame
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
+from rag_server.vocabulary.rules import load_rules
 
 R = pb.DecisionReason
 _V = load_vocabulary()
@@ -87,7 +89,7 @@ def test_a_word_in_several_drugs_names_is_ambiguous(catalog: Catalog) -> None:
     assert mention.ambiguous and mention.drug_ids == ("kali-clovarat", "natri-clovarat")
     u = build_frame("clovarat chống chỉ định", catalog, load_language())
     assert (u.frame.turn_type, u.reason) == (TurnType.CLARIFY, R.DECISION_REASON_AMBIGUOUS_DRUG)
-    assert u.frame.drug_ids == ["kali-clovarat", "natri-clovarat"]
+    assert u.frame.drug_ids == ("kali-clovarat", "natri-clovarat")
 
 
 @pytest.mark.parametrize(

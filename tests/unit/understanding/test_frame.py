@@ -7,9 +7,10 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame
-from rag_server.understanding.catalog import Catalog
-from rag_server.understanding.frame import Understanding
+from rag_server.understanding.catalog import Catalog, build_catalog
+from rag_server.understanding.frame import Reading as Understanding
+from rag_server.understanding.frame import TurnType
+from rag_server.understanding.reading import read as build_frame
 from rag_server.vocabulary.language import load_language
 
 R = pb.DecisionReason
@@ -48,12 +49,12 @@ def understand(catalog: Catalog, q: str) -> Understanding:
 def test_section_questions(catalog: Catalog, question: str, section: str) -> None:
     u = understand(catalog, question)
     assert u.frame.turn_type == TurnType.SECTION_QUESTION, u
-    assert (u.frame.drug_ids, u.frame.section_key) == (["zentorin"], section)
+    assert (u.frame.drug_ids, u.frame.section_key) == (("zentorin",), section)
 
 
 def test_a_drug_name_containing_a_section_word_does_not_select_that_section(catalog: Catalog) -> None:
     u = understand(catalog, "bảo quản linh có tác dụng phụ gì")
-    assert (u.frame.drug_ids, u.frame.section_key) == (["bao-quan-linh"], "tac_dung_khong_mong_muon")
+    assert (u.frame.drug_ids, u.frame.section_key) == (("bao-quan-linh",), "tac_dung_khong_mong_muon")
     assert understand(catalog, "bảo quản linh").frame.turn_type == TurnType.DRUG_OVERVIEW
     u = understand(catalog, "cách bảo quản bảo quản linh")
     assert u.frame.section_key == "do_on_dinh_va_bao_quan"
@@ -69,7 +70,7 @@ def test_no_section_word_is_free_form_never_a_guess(catalog: Catalog) -> None:
 )
 def test_bare_drug_name_is_an_overview(catalog: Catalog, question: str) -> None:
     u = understand(catalog, question)
-    assert (u.frame.turn_type, u.frame.drug_ids) == (TurnType.DRUG_OVERVIEW, ["zentorin"])
+    assert (u.frame.turn_type, u.frame.drug_ids) == (TurnType.DRUG_OVERVIEW, ("zentorin",))
 
 
 @pytest.mark.parametrize(
@@ -85,20 +86,20 @@ def test_bare_drug_name_is_an_overview(catalog: Catalog, question: str) -> None:
 )
 def test_indication_lookup(catalog: Catalog, question: str, indication: str) -> None:
     u = understand(catalog, question)
-    assert u.frame.turn_type == TurnType.INDICATION_LOOKUP and u.frame.drug_ids == []
+    assert u.frame.turn_type == TurnType.INDICATION_LOOKUP and u.frame.drug_ids == ()
     assert u.frame.indication == indication
 
 
 def test_section_word_without_drug_asks_back(catalog: Catalog) -> None:
     u = understand(catalog, "chống chỉ định là gì")
-    assert u.frame.turn_type == TurnType.CLARIFY and u.frame.missing_fields == ["drug_id"]
+    assert u.frame.turn_type == TurnType.CLARIFY and u.frame.missing_fields == ("drug_id",)
     assert u.reason == R.DECISION_REASON_MISSING_REQUIRED_FIELD
 
 
 def test_ambiguous_brand_asks_back_with_candidates(catalog: Catalog) -> None:
     u = understand(catalog, "liều Duomax")
     assert u.frame.turn_type == TurnType.CLARIFY and u.reason == R.DECISION_REASON_AMBIGUOUS_DRUG
-    assert u.frame.drug_ids == ["calvimex", "zentorin"] and "CALVIMEX" in u.detail
+    assert u.frame.drug_ids == ("calvimex", "zentorin") and "CALVIMEX" in u.detail
 
 
 @pytest.mark.parametrize("question", ["xin chào", "Chào bạn!", "cảm ơn bạn nhiều nhé", "hello"])
@@ -134,8 +135,8 @@ def test_patient_assessment_separates_current_medicines(catalog: Catalog) -> Non
         catalog, "bệnh nhân 70 tuổi suy thận đang dùng calvimex và warfarin, có dùng zentorin được không?"
     )
     f = u.frame
-    assert f.turn_type == TurnType.PATIENT_ASSESSMENT and f.drug_ids == ["zentorin"]
-    assert f.patient.current_medications == ["calvimex", "warfarin"]
+    assert f.turn_type == TurnType.PATIENT_ASSESSMENT and f.drug_ids == ("zentorin",)
+    assert f.patient.current_medications == ("calvimex", "warfarin")
     assert f.patient.renal_impairment and f.patient.age_years == 70
     assert "suy thận" in f.patient.conditions and "người cao tuổi" in f.patient.conditions
 
@@ -153,13 +154,13 @@ def test_a_medicine_taken_together_is_a_current_medication(catalog: Catalog, que
     """"X uống cùng Y được không" asks whether the two go together: Y is checked against X's interactions
     (a miss says not found, never safe), not searched as a second drug's free-form question."""
     f = understand(catalog, question).frame
-    assert f.turn_type == TurnType.PATIENT_ASSESSMENT and f.drug_ids == ["zentorin"]
-    assert f.patient.current_medications == [medication]
+    assert f.turn_type == TurnType.PATIENT_ASSESSMENT and f.drug_ids == ("zentorin",)
+    assert f.patient.current_medications == (medication,)
 
 
 def test_taken_with_food_is_not_a_medication(catalog: Catalog) -> None:
     f = understand(catalog, "zentorin uống cùng bữa ăn được không").frame
-    assert f.drug_ids == ["zentorin"] and f.patient.current_medications == []
+    assert f.drug_ids == ("zentorin",) and f.patient.current_medications == ()
     assert f.turn_type != TurnType.PATIENT_ASSESSMENT
 
 
@@ -186,17 +187,17 @@ def test_explicit_section_word_wins_over_patient_facts(catalog: Catalog) -> None
 
 def test_current_medicine_alone_is_the_drug_asked_about(catalog: Catalog) -> None:
     f = understand(catalog, "đang dùng zentorin thì cần lưu ý gì").frame
-    assert f.drug_ids == ["zentorin"] and f.patient.current_medications == []
+    assert f.drug_ids == ("zentorin",) and f.patient.current_medications == ()
 
 
 def test_no_drug_no_indication_is_a_corpus_question(catalog: Catalog) -> None:
     u = understand(catalog, "thuốc hư cấu nào gây khô miệng")
-    assert u.frame.turn_type == TurnType.FREE_FORM and u.frame.drug_ids == [] and not u.reason
+    assert u.frame.turn_type == TurnType.FREE_FORM and u.frame.drug_ids == () and not u.reason
 
 
 def test_without_a_catalog_nothing_is_resolved() -> None:
     u = build_frame("chống chỉ định của zentorin", None, load_language())
-    assert u.frame.drug_ids == [] and u.reason == R.DECISION_REASON_DRUG_NOT_FOUND
+    assert u.frame.drug_ids == () and u.reason == R.DECISION_REASON_DRUG_NOT_FOUND
 
 
 @pytest.mark.parametrize(
@@ -211,7 +212,7 @@ def test_without_a_catalog_nothing_is_resolved() -> None:
 )
 def test_a_drug_the_formulary_does_not_have(catalog: Catalog, question: str, name: str) -> None:
     u = understand(catalog, question)
-    assert u.reason == R.DECISION_REASON_DRUG_NOT_FOUND and u.detail == name and u.frame.drug_ids == []
+    assert u.reason == R.DECISION_REASON_DRUG_NOT_FOUND and u.detail == name and u.frame.drug_ids == ()
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rag_server.retrieval.lexical import anchor_matches
 from rag_server.text.match import tokenize
-from rag_server.understanding import load_rules
 from rag_server.understanding.patient import PatientFacts, dosage_anchors, warning_anchors
+from rag_server.vocabulary.rules import load_rules
 
 
 def labels(items: list) -> list[str]:  # type: ignore[type-arg]

@@ -10,9 +10,10 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame
-from rag_server.understanding.catalog import Catalog, MatchStage
-from rag_server.understanding.frame import Understanding
+from rag_server.understanding.catalog import Catalog, MatchStage, build_catalog
+from rag_server.understanding.frame import Reading as Understanding
+from rag_server.understanding.frame import TurnType
+from rag_server.understanding.reading import read as build_frame
 from rag_server.vocabulary.language import load_language
 
 R = pb.DecisionReason
@@ -87,7 +88,7 @@ def test_an_unknown_drug_is_echoed_short(catalog: Catalog) -> None:
 )
 def test_a_unique_prefix_names_its_drug(catalog: Catalog, question: str, drug_id: str) -> None:
     u = understand(catalog, question)
-    assert u.frame.drug_ids == [drug_id]
+    assert u.frame.drug_ids == (drug_id,)
     (mention,) = u.frame.drug_mentions
     assert mention.stage == MatchStage.PREFIX
 
@@ -95,17 +96,17 @@ def test_a_unique_prefix_names_its_drug(catalog: Catalog, question: str, drug_id
 def test_a_prefix_of_several_drugs_asks_which(catalog: Catalog) -> None:
     u = understand(catalog, "ravo liều dùng")
     assert (u.frame.turn_type, u.reason) == (TurnType.CLARIFY, R.DECISION_REASON_AMBIGUOUS_DRUG)
-    assert u.frame.drug_ids == ["ravolin", "ravoxin"]
+    assert u.frame.drug_ids == ("ravolin", "ravoxin")
 
 
 def test_a_prefix_needs_a_medical_question(catalog: Catalog) -> None:
-    assert understand(catalog, "zent abc xyz hello").frame.drug_ids == []
-    assert understand(catalog, "zent").frame.drug_ids == ["zentorin"]  # a bare name is a question
+    assert understand(catalog, "zent abc xyz hello").frame.drug_ids == ()
+    assert understand(catalog, "zent").frame.drug_ids == ("zentorin",)  # a bare name is a question
 
 
 def test_full_width_letters_are_read(catalog: Catalog) -> None:
     u = understand(catalog, "ｚｅｎｔｏｒｉｎ chống chỉ định")
-    assert (u.frame.drug_ids, u.frame.section_key) == (["zentorin"], "chong_chi_dinh")
+    assert (u.frame.drug_ids, u.frame.section_key) == (("zentorin",), "chong_chi_dinh")
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,10 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.gen.rag.v1 import common_pb2 as pb
-from rag_server.understanding import TurnType, build_catalog, build_frame
-from rag_server.understanding.catalog import Catalog
-from rag_server.understanding.frame import Understanding
+from rag_server.understanding.catalog import Catalog, build_catalog
+from rag_server.understanding.frame import Reading as Understanding
+from rag_server.understanding.frame import TurnType
+from rag_server.understanding.reading import read as build_frame
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
 

@@ -6,7 +6,6 @@ why Stubber cannot). FICTIONAL formulary (tests/fictional_formulary.py): not med
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
@@ -28,25 +27,20 @@ from fictional_formulary import build_chunks
 from rag_server.answer.evidence import title_of
 from rag_server.answer.llm_entail import BedrockJudge
 from rag_server.answer.llm_generate import BedrockGenerator
-from rag_server.answer.llm_understand import BedrockUnderstander
-from rag_server.answer.memory import Recalled
 from rag_server.answer.model import Draft, DraftClaim, EvidenceBlock, GenerationRequest, Plan
-from rag_server.answer.understand import guarded
 from rag_server.domain import Reason
-from rag_server.persistence.conversations import Turn
 from rag_server.providers.base import MalformedOutput, ProviderError
 from rag_server.providers.llm import prompts
 from rag_server.providers.llm.bedrock_converse import BedrockConverse, assemble
 from rag_server.understanding.catalog import build_catalog
-from rag_server.understanding.frame import TurnType
+from rag_server.understanding.frame import Prior, TurnType
+from rag_server.understanding.llm import BedrockUnderstander
 from rag_server.vocabulary.language import load_language
 
 MODEL = "test.model-v1:0"
 LANGUAGE = load_language()
 CHUNKS = {c.chunk_id: c for c in build_chunks()}
-RETRIEVER = SimpleNamespace(  # what an understander reads of the Retriever: its language and catalog
-    language=LANGUAGE, catalog=build_catalog(list(CHUNKS.values()), LANGUAGE, "g1")
-)
+CATALOG = build_catalog(list(CHUNKS.values()), LANGUAGE, "g1")
 
 
 def block(number: int, chunk_id: str, focus: str = "") -> EvidenceBlock:
@@ -68,17 +62,17 @@ def understanding_json(**fields: Any) -> str:
 # --- understanding (Converse) ---------------------------------------------------------------------------
 
 
-NOTHING_RECALLED = Recalled()
+NOTHING_RECALLED = Prior()
 
 
 def understand(
-    reply_text: str, question: str, recalled: Recalled = NOTHING_RECALLED, user: Any = None
+    reply_text: str, question: str, recalled: Prior = NOTHING_RECALLED, user: Any = None
 ) -> Any:
     client = bedrock_client()
     with Stubber(client) as stubber:
         expected = converse_params(MODEL, prompts.UNDERSTAND_SYSTEM, user or Contains(question), 1024)
         stubber.add_response("converse", converse_reply(reply_text), expected)
-        out = BedrockUnderstander(converse(client)).understand(question, recalled, RETRIEVER)  # type: ignore[arg-type]
+        out = BedrockUnderstander(converse(client)).understand(question, recalled, CATALOG, LANGUAGE)  # type: ignore[arg-type]
         stubber.assert_no_pending_responses()
     return out
 
@@ -95,24 +89,24 @@ def test_understander_answer_becomes_the_frame_and_the_prompt_is_bounded() -> No
     out = understand(reply, question, user=user)
     frame = out.frame
     assert (frame.turn_type, frame.drug_ids, frame.section_key, frame.query) == (
-        TurnType.SECTION_QUESTION, ["zentorin"], "chong_chi_dinh", question
+        TurnType.SECTION_QUESTION, ("zentorin",), "chong_chi_dinh", question
     )
     assert out.reason == Reason.UNSPECIFIED and [m.text for m in out.mentions] == ["zentorin"]
 
 
 def test_the_conversation_s_drugs_join_the_shortlist_and_patient_facts_are_merged() -> None:
     question = "bệnh nhân 70 tuổi suy thận đang dùng calvimex thì uống được không?"
-    recalled = Recalled(("zentorin",), "chong_chi_dinh", 0, (Turn("user", "zentorin chống chỉ định"),))
+    recalled = Prior(("zentorin",), "chong_chi_dinh", 0, (("user", "zentorin chống chỉ định"),))
     user = Contains("calvimex: CALVIMEX", "zentorin: ZENTORIN (Zentoramid)", "earlier drugs: zentorin",
                     "<history>\nuser: zentorin chống chỉ định\n</history>")
     reply = understanding_json(turn_type="patient_assessment", drug_ids=["zentorin"],
                                patient={"hepatic_impairment": True, "current_medications": ["calvimex"]})
     frame = understand(reply, question, recalled, user).frame
-    assert frame.turn_type == TurnType.PATIENT_ASSESSMENT and frame.drug_ids == ["zentorin"]
+    assert frame.turn_type == TurnType.PATIENT_ASSESSMENT and frame.drug_ids == ("zentorin",)
     patient = frame.patient
     assert patient.age_years == 70 and patient.renal_impairment  # the keyword reading
     assert patient.hepatic_impairment  # what the model stated
-    assert patient.current_medications == ["calvimex"]
+    assert patient.current_medications == ("calvimex",)
 
 
 @pytest.mark.parametrize(
@@ -142,7 +136,7 @@ def test_reasons_follow_the_frame() -> None:
     reply = understanding_json(section_key="lieu_luong_va_cach_dung", unlisted_drugs=["semaglutid"])
     unknown = understand(reply, "liều của semaglutid")
     assert (unknown.reason, unknown.detail, unknown.frame.missing_fields) == (
-        Reason.DRUG_NOT_FOUND, "semaglutid", ["drug_id"]
+        Reason.DRUG_NOT_FOUND, "semaglutid", ("drug_id",)
     )
     no_drug = understand(understanding_json(section_key="lieu_luong_va_cach_dung"), "liều dùng thế nào?")
     assert no_drug.reason == Reason.MISSING_REQUIRED_FIELD and no_drug.frame.turn_type == TurnType.CLARIFY
@@ -151,13 +145,13 @@ def test_reasons_follow_the_frame() -> None:
     assert lookup.reason == Reason.UNSPECIFIED and lookup.frame.indication == "đau lưng cầu vồng"
 
 
-def test_the_guards_still_have_the_last_word() -> None:
-    # the model calls a question about a dog a section question; the scope guard re-derives it from the text
-    question = "liều zentorin cho chó bao nhiêu"
-    reply = understanding_json(drug_ids=["zentorin"], section_key="lieu_luong_va_cach_dung")
-    proposed = understand(reply, question)
-    assert proposed.reason == Reason.UNSPECIFIED
-    assert guarded(proposed, Recalled(), LANGUAGE).reason == Reason.OUT_OF_SCOPE
+def test_the_reading_has_the_last_word_on_the_scope() -> None:
+    # a question about a dog is out of scope whatever a model would say: the model is not even asked
+    client = bedrock_client()
+    with Stubber(client):  # no response queued: a call would fail the test
+        out = BedrockUnderstander(converse(client)).understand("liều zentorin cho chó bao nhiêu", Prior(),
+                                                               CATALOG, LANGUAGE)
+    assert out.reason == Reason.OUT_OF_SCOPE
 
 
 def test_understanding_service_errors_are_provider_errors() -> None:
@@ -165,7 +159,7 @@ def test_understanding_service_errors_are_provider_errors() -> None:
     with Stubber(client) as stubber:
         stubber.add_client_error("converse", service_error_code="ThrottlingException", http_status_code=429)
         with pytest.raises(ProviderError, match="ThrottlingException"):
-            BedrockUnderstander(converse(client)).understand("zentorin", Recalled(), RETRIEVER)  # type: ignore[arg-type]
+            BedrockUnderstander(converse(client)).understand("zentorin", Prior(), CATALOG, LANGUAGE)
 
 
 def test_a_timeout_is_a_provider_error() -> None:

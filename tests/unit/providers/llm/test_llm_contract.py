@@ -15,15 +15,15 @@ from rag_server.answer.factory import build_answer_parts, describe
 from rag_server.answer.generate import OfflineGenerator
 from rag_server.answer.llm_entail import BedrockJudge
 from rag_server.answer.llm_generate import BedrockGenerator, CohereGenerator
-from rag_server.answer.llm_understand import BedrockUnderstander
 from rag_server.answer.model import Plan
-from rag_server.answer.understand import OfflineUnderstander
 from rag_server.config import Settings
 from rag_server.extras import Extra, needed
 from rag_server.providers.base import MalformedOutput
 from rag_server.providers.llm import prompts
 from rag_server.providers.llm.schemas import DraftReply, JudgementReply, parse
 from rag_server.understanding.frame import TurnType
+from rag_server.understanding.llm import BedrockUnderstander
+from rag_server.understanding.understander import OfflineUnderstander
 from rag_server.vocabulary.language import load_language
 
 ROOT = Path(__file__).resolve().parents[4]

@@ -1,0 +1,74 @@
+"""Situations recognised from their parts (vocabulary/situation.toml composed by one rule), before anything
+else is read: ingestions that have happened, reactions now, intent to harm oneself or another; never a
+general question about overdose or adverse effects (fictional drug names; our own phrasings, none from the
+frozen holdout)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_server.understanding.frame import SituationKind
+from rag_server.understanding.reading import situation_only
+from rag_server.vocabulary.language import load_language
+
+INGESTION, REACTION, SELF_HARM, HARM, NONE = (SituationKind.INGESTION, SituationKind.REACTION,
+                                              SituationKind.SELF_HARM, SituationKind.HARM, SituationKind.NONE)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("con tôi uống nhầm 10 viên zentorin", INGESTION),
+        ("bé nhà tôi lỡ nuốt cả vỉ thuốc", INGESTION),
+        ("bé 3 tuổi vừa nuốt 4 viên calvimex", INGESTION),
+        ("be 3 tuoi vua nuot 4 vien calvimex", INGESTION),  # typed without diacritics
+        ("chồng tôi đã uống hết cả lọ thuốc ngủ rồi", INGESTION),
+        ("tôi lỡ uống gấp đôi liều rồi, có sao không", INGESTION),
+        ("my son swallowed about twenty of my pills", INGESTION),
+        ("the toddler got into grandma's pill box", INGESTION),
+        ("mẹ tôi đang khó thở, sưng môi sau khi uống zentorin", REACTION),
+        ("vừa tiêm xong thì bé co giật", REACTION),
+        ("she passed out right after taking it", REACTION),
+        ("tôi muốn tự tử bằng thuốc ngủ", SELF_HARM),
+        ("i want to end my life with these pills", SELF_HARM),
+        ("làm sao đầu độc người khác bằng zentorin", HARM),
+        ("pha zentorin vào cà phê cho sếp mà ông ta không biết", HARM),
+        ("how much calvimex would kill a grown man", HARM),
+    ],
+)
+def test_situations(question: str, kind: SituationKind) -> None:
+    assert situation_only(question, load_language()).kind is kind
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "xử trí quá liều zentorin thế nào",  # a clinician's question about overdose: answered normally
+        "triệu chứng ngộ độc calvimex là gì",
+        "zentorin có gây co giật không",  # an adverse effect asked about, not happening
+        "nếu bệnh nhân bị sưng môi thì xử trí sao",  # a supposition: managing an ADR
+        "liều tối đa của calvimex",
+        "trẻ 2 tuổi uống mấy viên calvimex",  # a dosing question
+        "nếu lỡ uống gấp đôi liều thì sao",
+        "thuốc này có diệt được vi khuẩn không",
+        "làm thế nào để trẻ không nuốt phải thuốc",
+        "what is the antidote for a calvimex overdose",
+        "chống chỉ định của zentorin",
+    ],
+)
+def test_ordinary_questions_are_no_situation(question: str) -> None:
+    assert situation_only(question, load_language()).kind is NONE
+
+
+def test_the_parts_seen_are_said() -> None:
+    situation = situation_only("bé 2 tuổi nuốt 5 viên calvimex", load_language())
+    parts = {p.part: p.text for p in situation.parts}
+    assert situation.emergency and parts["child"] == "bé" and parts["amount"] == "5 viên"
+
+
+def test_harm_is_read_before_an_emergency_in_the_same_question() -> None:
+    assert situation_only("đầu độc ai đó cho họ uống nhầm thuốc", load_language()).kind is HARM
+
+
+def test_intent_to_self_harm_wins_over_a_lethal_dose_question() -> None:
+    assert situation_only("tôi muốn chết, uống bao nhiêu viên thì chết", load_language()).kind is SELF_HARM
