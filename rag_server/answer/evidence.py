@@ -23,6 +23,7 @@ from rag_server.domain import Chunk, ChunkKind, Decision, FactMatch, Hit, Reason
 from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.results import (
     AssessmentResult,
+    CandidateResult,
     CandidateStatus,
     Facet,
     IndicationCandidate,
@@ -33,6 +34,7 @@ from rag_server.retrieval.section import whole_section
 from rag_server.text.match import find_any, tokenize
 from rag_server.understanding.frame import Group, QueryFrame, Reading
 from rag_server.vocabulary.language import Language
+from rag_server.vocabulary.strings import Strings
 
 _PLANS = {
     Route.SECTION: Plan.WHOLE_SECTION,
@@ -111,7 +113,7 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
     result = retrieve(reading, corpus, providers)
     plan = _PLANS.get(result.route, Plan.MOST_RELEVANT)
     if result.route is Route.PATIENT and result.assessment is not None:
-        return _patient(result.decision, result.assessment, language)
+        return _patient(result.decision, result.assessment, frame, language)
     if result.route is Route.INDICATION:
         forms = _condition_forms(frame, language)
         hits = [
@@ -157,8 +159,9 @@ def _not_listed(frame: QueryFrame, read: Sequence[tuple[str, str]], corpus: Corp
     drug_id = read[0][0] if read else (frame.drug_ids[0] if frame.drug_ids else "")
     name = corpus.catalog.display_name(drug_id) if corpus.catalog is not None else drug_id
     titles = ", ".join(f"«{language.vocabulary.title(k)}»" for d, k in read if d == drug_id)
-    note = language.strings.notice("effect_not_listed", effect=frame.effect.text, sections=titles, drug=name)
-    return Block(f"{name}: {frame.effect.text}", drug_id=drug_id, note=note)
+    effect = frame.effect.display
+    note = language.strings.notice("effect_not_listed", effect=effect, sections=titles, drug=name)
+    return Block(f"{name}: {effect}", drug_id=drug_id, note=note)
 
 
 # ------------------------------------------------------------------------------------------ gaps
@@ -229,6 +232,8 @@ def _outside(frame: QueryFrame, texts: Sequence[str], language: Language, sectio
 
 def _age_text(frame: QueryFrame) -> str:
     p = frame.patient
+    if p.age_text:
+        return p.age_text
     if p.age_months is not None:
         return f"{p.age_months} tháng tuổi"
     return f"{p.age_years} tuổi" if p.age_years is not None else ""
@@ -242,18 +247,23 @@ def _by_title(evidence: Sequence[EvidenceBlock]) -> dict[str, list[EvidenceBlock
 
 
 # ------------------------------------------------------------------------------------------ patients
-def _patient(decision: Decision, assessed: AssessmentResult, language: Language) -> Gathered:
+def _patient(
+    decision: Decision, assessed: AssessmentResult, frame: QueryFrame, language: Language
+) -> Gathered:
     """Per drug and facet, the chunks with what each fact matched there; each fact with nothing found is
-    said plainly (never a first sentence instead)."""
+    said plainly (never a first sentence instead), and a patient outside the age or weight bounds of the
+    dosage found is told so first."""
     strings = language.strings
     hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = []
+    lead: list[Block] = []
     notices: list[Block] = []
     for candidate in assessed.candidates:
         for facet in candidate.facets:
-            title = f"{candidate.drug_name}: {strings.facets[facet.facet.value]}"
+            facet_title = strings.facets[facet.facet.value]
+            title = f"{candidate.drug_name}: {facet_title}"
             asked = [f for f in facet.query.split("; ") if f]
             if facet.status is CandidateStatus.INSUFFICIENT_EVIDENCE or not facet.evidence:
-                notices.extend(_not_found(title, candidate.drug_id, candidate.drug_name, asked, strings))
+                notices.extend(_not_found(title, candidate, facet_title, asked, strings))
                 continue
             whole = facet.facet in (Facet.PREGNANCY, Facet.BREASTFEEDING)
             for hit in facet.evidence:
@@ -262,20 +272,42 @@ def _patient(decision: Decision, assessed: AssessmentResult, language: Language)
             if not whole:
                 matched = {m.fact for m in facet.matches}
                 missing = [f for f in asked if f not in matched]
-                notices.extend(_not_found(title, candidate.drug_id, candidate.drug_name, missing, strings))
+                notices.extend(_not_found(title, candidate, facet_title, missing, strings))
+            if facet.facet is Facet.DOSAGE_CONTEXT:
+                texts = [s.text for h in facet.evidence for s in segments(h.chunk.text)]
+                note = _outside(
+                    frame, _about_children(texts, language), language, facet_title, candidate.drug_name
+                )
+                if note:
+                    lead.append(Block(title, drug_id=candidate.drug_id, note=note))
     evidence = number(hits)
     notices = visual_notices(evidence, language) + notices
     return Gathered(
-        decision, Route.PATIENT, Plan.PATIENT_FACETS, evidence, notices=notices, assessment=assessed
+        decision,
+        Route.PATIENT,
+        Plan.PATIENT_FACETS,
+        evidence,
+        lead=lead,
+        notices=notices,
+        assessment=assessed,
     )
 
 
-def _not_found(title: str, drug_id: str, drug: str, facts: Sequence[str], strings: object) -> list[Block]:
-    from rag_server.vocabulary.strings import Strings
+def _about_children(texts: Sequence[str], language: Language) -> list[str]:
+    words = next((g for g in language.rules.groups if g.name == Group.CHILD.value), None)
+    return [t for t in texts if words is not None and find_any(tokenize(t), words.anchors)]
 
-    assert isinstance(strings, Strings)
+
+def _not_found(
+    title: str, candidate: CandidateResult, facet: str, facts: Sequence[str], strings: Strings
+) -> list[Block]:
+    """Each fact with nothing found, said plainly, with where it was looked for."""
     return [
-        Block(title, drug_id=drug_id, note=strings.notice("fact_not_found", fact=fact, drug=drug))
+        Block(
+            title,
+            drug_id=candidate.drug_id,
+            note=strings.notice("fact_not_found", fact=fact, facet=facet, drug=candidate.drug_name),
+        )
         for fact in facts
     ]
 

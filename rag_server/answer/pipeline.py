@@ -384,7 +384,7 @@ def _understood(frame: QueryFrame) -> str:
     if frame.turn_type == TurnType.INDICATION_LOOKUP:
         parts.append(frame.indication)
     if frame.effect is not None:
-        parts.append(frame.effect.text)
+        parts.append(frame.effect.display)
     return " · ".join(parts)
 
 

@@ -83,12 +83,13 @@ def retrieve(
         return
     correlation_id = current_correlation_id()
     try:
+        generation = str(getattr(manifest, "generation", ""))
+        key = (generation, request.query, request.drug_id, request.section_key)
         if result is not None:
-            act = _Act(frame_entry(result.frame), result.decision, str(result.route.value),
-                       [h.chunk.chunk_id for h in result.evidence])
-        else:
-            generation = str(getattr(manifest, "generation", ""))
-            key = (generation, request.query, request.drug_id, request.section_key)
+            made = _Act(frame_entry(result.frame), result.decision, str(result.route.value),
+                        [h.chunk.chunk_id for h in result.evidence])
+            act = _CACHED_ACTS.get_or_make(key, lambda: made) if not request.HasField("frame") else made
+        else:  # the act the uncached call recorded (the reply read back only when it is gone)
             act = _CACHED_ACTS.get_or_make(key, lambda: _act_of(reply))
         writer.record(build_entry(
             rpc=RETRIEVE, question=request.query or request.frame.query, frame=act.frame,

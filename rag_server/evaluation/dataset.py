@@ -1,7 +1,9 @@
 """The evaluation question file: one JSON object a line.
 
 Kinds:
-* ``section``: gold_drug_id + gold_section_key; scored on Retrieve's top evidence (hit@1).
+* ``section``: gold_drug_id + gold_section_key; scored on Retrieve's top evidence (hit@1). With a
+  ``conversation`` (earlier questions, asked first through Ask in one conversation), the follow-up is
+  scored on the frame Understand reads for it in that conversation (its drug and section).
 * ``indication``: gold_drug_ids; LookupIndication{indication} (or the query) scored by recall@k.
 * ``nonsense_indication``: a made-up condition; correct when LookupIndication returns no drug.
 * ``abstain``: expect_decision (a DecisionKind or DecisionReason name, or a list of alternatives;
@@ -49,6 +51,7 @@ class Question:
     gold_facet: str = ""
     expect_status: str = ""
     gold_terms: tuple[str, ...] = ()
+    conversation: tuple[str, ...] = ()  # earlier questions of the same conversation, asked first
 
     @property
     def patient_fields(self) -> dict[str, Any]:
@@ -99,6 +102,7 @@ def parse_question(obj: Any, where: str = "question", section_keys: Iterable[str
         gold_facet=str(obj.get("gold_facet") or ""),
         expect_status=str(obj.get("expect_status") or "").upper(),
         gold_terms=_str_tuple(obj.get("gold_terms"), "gold_terms", where),
+        conversation=_str_tuple(obj.get("conversation"), "conversation", where),
     )
     if kind == "section":
         if not question.gold_drug_id or not question.gold_section_key:

@@ -133,13 +133,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
         overrides["data_dir"] = Path(args.data_dir)
     settings = Settings(**overrides)
     target = args.target or f"{settings.host}:{settings.port}"
+    from rag_server.evaluation.claims import ItemError, is_item_file, load_items
     from rag_server.vocabulary import load_vocabulary
 
     sets: list[tuple[str, list[Question]]] = []
+    item_sets: list[tuple[str, Any]] = []
     for path in args.questions:
         try:
-            sets.append((str(path), load_questions(path, load_vocabulary().keys)))
-        except (OSError, DatasetError) as exc:
+            if is_item_file(path):
+                item_sets.append((str(path), load_items(path)))
+            else:
+                sets.append((str(path), load_questions(path, load_vocabulary().keys)))
+        except (OSError, DatasetError, ItemError) as exc:
             console.print(f"[red]cannot read questions:[/red] {exc}")
             return 2
     served = asyncio.run(served_drugs(target))
@@ -190,6 +195,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
             value = service.section_hit1.value
             console.print(f"[red]{path}: section hit@1 {value:.3f} < {args.fail_under}[/red]")
             status = 1
+    for path, items in item_sets:
+        console.rule(f"{path}: {len(items)} answer items against {target}")
+        from rag_server.evaluation.claims import run_items, score
+        from rag_server.evaluation.report import claims_table
+
+        try:
+            seen = asyncio.run(run_items(target, items, args.concurrency, args.timeout))
+        except ConnectionError as exc:
+            console.print(f"[red]{exc}[/red]")
+            return 2
+        claims = score(seen)
+        console.print(claims_table(claims))
+        for qid, measure, detail in claims.misses[: args.misses]:
+            console.print(f"  miss {qid} {measure}: {detail}")
+        data["splits"][path] = {"claims": claims.to_dict()}
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         console.print(f"wrote {args.json_out}")

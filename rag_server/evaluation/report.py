@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rag_server.evaluation.answers import AnswerReport
+from rag_server.evaluation.claims import ClaimsReport
 from rag_server.evaluation.metrics import EvalReport, Rate
 
 SEED_BASELINE_HIT1 = 0.544  # seed 000: similarity choosing the section, measured on the real formulary
@@ -111,4 +112,25 @@ def answers_table(report: AnswerReport) -> Table:
         table.add_row(name, str(rate.correct), str(rate.total), f"{rate.value:.3f}" if rate.total else "-")
     table.caption = (f"errors {report.errors}; p50 {report.p50_ms:.1f} ms, first verified block p50 "
                      f"{report.first_block_p50_ms:.1f} ms")
+    return table
+
+
+def claims_table(report: ClaimsReport) -> Table:
+    """`rag-server eval --answers` on an answer item file: the claim-level measures, per kind."""
+    table = Table(title="Ask: claim-level measures per kind")
+    columns = ("kind", "n", "decision", "must-include", "unrelated claims", "forbidden", "facts answered",
+               "gaps said", "tables+prose", "not listed said")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "kind" else "right")
+
+    def cell(rate: Rate) -> str:
+        return f"{rate.correct}/{rate.total} {rate.value:.2f}" if rate.total else "-"
+
+    for kind, k in sorted(report.kinds.items()):
+        table.add_row(kind, str(k.n), cell(k.decision), cell(k.must_include), cell(k.unrelated),
+                      cell(k.forbidden), cell(k.facts), cell(k.gaps), cell(k.tables), cell(k.not_listed))
+    table.caption = (
+        f"emergency recall {cell(report.emergency_recall)}; harm refused {cell(report.harm_refused)}; "
+        f"false alarms {cell(report.false_alarms)} (near misses {cell(report.near_miss_alarms)})"
+    )
     return table

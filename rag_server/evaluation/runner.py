@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Sequence
 
 import grpc
@@ -16,7 +17,15 @@ import grpc
 from rag_server.client_channel import open_channel
 from rag_server.evaluation.dataset import Question
 from rag_server.evaluation.metrics import Outcome
-from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2, retrieval_pb2_grpc
+from rag_server.gen.rag.v1 import (
+    answer_pb2,
+    answer_pb2_grpc,
+    common_pb2,
+    retrieval_pb2,
+    retrieval_pb2_grpc,
+    understanding_pb2,
+    understanding_pb2_grpc,
+)
 
 ProgressFn = Callable[[int, int], None]
 
@@ -109,12 +118,36 @@ def outcome_from_indication(
     )
 
 
+async def followed(channel: grpc.aio.Channel, question: Question, timeout_s: float, start: float) -> Outcome:
+    """A follow-up: its conversation's earlier questions through Ask, then the frame Understand reads for
+    it in that conversation (what Ask would act on)."""
+    conversation_id = f"eval-{uuid.uuid4().hex[:16]}"
+    answers = answer_pb2_grpc.AnswerServiceStub(channel)
+    for earlier in question.conversation:
+        async for _ in answers.Ask(answer_pb2.AskRequest(query=earlier, conversation_id=conversation_id),
+                                   timeout=timeout_s):
+            pass
+    stub = understanding_pb2_grpc.UnderstandingServiceStub(channel)
+    reply = await stub.Understand(
+        understanding_pb2.UnderstandRequest(query=question.query, conversation_id=conversation_id),
+        timeout=timeout_s,
+    )
+    kind, reason = decision_names(reply.decision) if reply.HasField("decision") else ("ANSWERABLE", "")
+    frame = reply.frame
+    return Outcome(question=question, got_drug_id=frame.drug_ids[0] if frame.drug_ids else "",
+                   got_section_key=frame.section_key, decision_kind=kind, decision_reason=reason,
+                   route="FOLLOWUP", millis=(time.perf_counter() - start) * 1000)
+
+
 async def ask(
-    stub: retrieval_pb2_grpc.RetrievalServiceStub, question: Question, timeout_s: float = 60.0
+    stub: retrieval_pb2_grpc.RetrievalServiceStub, question: Question, timeout_s: float = 60.0,
+    channel: grpc.aio.Channel | None = None,
 ) -> Outcome:
     """One question -> one Outcome; an RPC error becomes Outcome.error (never raised)."""
     start = time.perf_counter()
     try:
+        if question.conversation and channel is not None:
+            return await followed(channel, question, timeout_s, start)
         if question.kind in ("indication", "nonsense_indication"):
             ind = await stub.LookupIndication(
                 retrieval_pb2.LookupIndicationRequest(indication=question.indication_text), timeout=timeout_s
@@ -168,14 +201,14 @@ async def run_eval(
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         if warmup:
             for question in warmup_questions(questions):
-                await ask(stub, question, warmup_timeout_s)
+                await ask(stub, question, warmup_timeout_s, channel)
         gate = asyncio.Semaphore(max(1, concurrency))
         done = 0
 
         async def one(question: Question) -> Outcome:
             nonlocal done
             async with gate:
-                outcome = await ask(stub, question, timeout_s)
+                outcome = await ask(stub, question, timeout_s, channel)
             done += 1
             if progress is not None:
                 progress(done, len(questions))

@@ -2,6 +2,10 @@
 contraindications), read whole by the exact section route, and of them the chunks that carry Y (its forms:
 the words asked and their vocabulary synonyms, on word boundaries, text.carry).
 
+The sections a cue of the question favours (its section prior: "phải làm sao" -> the ADR management and
+overdose sections, "có phải ngừng" -> the precautions) are read first, and their chunks carrying Y come
+first: "bị nổi mề đay phải làm sao" is answered by how the book treats it, then by where it lists it.
+
 Nothing carrying Y is an answer too: EFFECT_NOT_LISTED, with the sections that were read, so the answer says
 that the book does not list Y for X (which does not mean it never happens) instead of showing unrelated
 lines.
@@ -28,8 +32,11 @@ def effect_route(
     roles = corpus.language.vocabulary.roles
     evidence: list[Hit] = []
     read: list[tuple[str, str]] = []
+    prior = dict(frame.section_prior)
+    favoured = [k for k, w in sorted(prior.items(), key=lambda kv: -kv[1]) if w > 0]
+    keys = sorted(dict.fromkeys([*favoured, *roles.effect_sections]), key=lambda k: -prior.get(k, 0.0))
     for drug_id in frame.drug_ids:
-        for key in roles.effect_sections:
+        for key in keys:
             with timings.stage("scroll"):
                 section = whole_section(corpus, drug_id, key)
             if not section.hits:

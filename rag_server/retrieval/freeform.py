@@ -6,15 +6,17 @@ table chunk only when it carries one of the question's own words (never because 
 The search query and section prior of a free-form question about one drug:
 
 * Query: the frame's search text (the reading took the drug's names out, since every candidate is that
-  drug's chunk already, and appended the formulary terms of colloquial phrases: rules.toml
-  [free_form.synonyms], "mổ" -> "phẫu thuật"); the dense query embeds a bounded head of it that keeps
-  the asked terms (`dense_text`), so a question's cost does not grow with its length.
+  drug's chunk already); the lexical query appends the other forms of its vocabulary terms
+  (`lexical_text`: Language.forms_of, "lai xe" -> "lái xe", "mổ" -> "phẫu thuật", "aspirin" ->
+  "salicylat"), the evidence rule admits any of them; the dense query embeds a bounded head of the search
+  text that keeps the asked terms (`dense_text`), so a question's cost does not grow with its length.
 * Candidates: the drug's sections except its label lines (identity lines such as "Loại thuốc", and the
   brand list): a one-line label is never the answer to a question without a section word, yet its few
   words (a brand, "hạ glucose máu") can outscore the passage that answers.
 * Prior: the frame's section prior (its cue phrases: "có được dùng ... không", "xử trí ... sao", read by
-  understanding.reading.section_prior) is added to the reranker's score (0..1) to order the candidates;
-  the evidence keeps the reranker's score.
+  understanding.reading.section_prior) and 1.0 per vocabulary term of the question a candidate carries whole
+  (`coverage_prior`) are added to the reranker's score (0..1) to order the candidates: coverage first, then
+  the cues and the reranker; the evidence keeps the reranker's score.
   Without a reranker's scores (disabled, failing, breaker open) the hybrid order stands unchanged.
 """
 
@@ -30,6 +32,7 @@ from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.search import dense_scores, rerank_and_pack, search_candidates
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter
+from rag_server.text.carry import carries
 from rag_server.understanding.frame import AskedTerm, QueryFrame
 from rag_server.vocabulary import Vocabulary
 
@@ -52,6 +55,13 @@ def dense_text(frame: QueryFrame, text: str) -> str:
     return f"{terms} {head}".strip()
 
 
+def lexical_text(frame: QueryFrame, text: str) -> str:
+    """`text` followed by the other forms of the frame's vocabulary terms it does not contain."""
+    extra = [f for t in frame.asked_terms if t.known for f in t.forms[1:]]
+    extra = [f for f in dict.fromkeys(extra) if not carries(text, (f,))]
+    return " ".join([text, *extra]) if extra else text
+
+
 def free_form_route(
     frame: QueryFrame, corpus: Corpus, providers: Providers, timings: Timings
 ) -> RetrievalResult:
@@ -63,15 +73,30 @@ def free_form_route(
         keys = answer_sections(info.section_keys if info else (), corpus.language.vocabulary)
         flt = ChunkFilter(drug_id=drug_id, section_keys=keys or None, chunk_kind=ChunkKind.PROSE.value)
         found = search_candidates(
-            query, dense_text(frame, query), corpus, providers, flt, corpus.policy.free_form_pool, timings
+            lexical_text(frame, query), dense_text(frame, query), corpus, providers, flt,
+            corpus.policy.free_form_pool, timings,
         )
         hits.extend(found.hits)
         scores = dense_scores(providers, found, timings)
         dense = dense + scores if dense is not None and scores is not None else None
     rule = evidence_rule(frame, medical=False)
-    return ranked(
-        query, hits, dense, Route.FREE_FORM, corpus, providers, timings, dict(frame.section_prior), rule
-    )
+    prior = {**dict(frame.section_prior), **coverage_prior(frame, hits)}
+    return ranked(query, hits, dense, Route.FREE_FORM, corpus, providers, timings, prior, rule)
+
+
+def coverage_prior(frame: QueryFrame, hits: Sequence[Hit]) -> dict[str, float]:
+    """chunk_id -> how many of the question's vocabulary terms the candidate carries whole (any form):
+    each counts 1.0, above the reranker's 0..1 range, so a passage about "chức năng gan" outranks a short
+    one that only shares "theo dõi" and "chức năng" with the question."""
+    terms = [t.forms for t in frame.asked_terms if t.known]
+    if not terms:
+        return {}
+    out: dict[str, float] = {}
+    for h in hits:
+        covered = sum(1 for forms in terms if carries(h.chunk.text, forms))
+        if covered:
+            out[h.chunk.chunk_id] = float(covered)
+    return out
 
 
 def corpus_route(
@@ -84,7 +109,8 @@ def corpus_route(
     sections = (frame.section_key,) if frame.section_key else None
     flt = ChunkFilter(section_keys=sections, chunk_kind=ChunkKind.PROSE.value)
     found = search_candidates(
-        query, dense_text(frame, query), corpus, providers, flt, corpus.policy.candidate_limit, timings
+        lexical_text(frame, query), dense_text(frame, query), corpus, providers, flt,
+        corpus.policy.candidate_limit, timings,
     )
     dense = dense_scores(providers, found, timings)
     rule = evidence_rule(frame)

@@ -32,6 +32,9 @@ def _free_form(frame: QueryFrame, corpus: Corpus, providers: Providers, timings:
 def _section(frame: QueryFrame, corpus: Corpus, providers: Providers, timings: Timings) -> RetrievalResult:
     if not frame.section_key:
         return _free_form(frame, corpus, providers, timings)
+    if frame.effect is not None and frame.section_key in corpus.language.vocabulary.roles.effect_sections:
+        # "hồi hộp có phải tác dụng phụ của X": the sentences naming it, not the whole ADR list
+        return effect.effect_route(frame, corpus, providers, timings)
     return section.section_route(frame, corpus, providers, timings)
 
 

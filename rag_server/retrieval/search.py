@@ -94,8 +94,8 @@ def rerank_hits(
 ) -> tuple[list[Hit], BreakerState, bool]:
     """(top_k hits best first, breaker state, whether the reranker's order was used).
 
-    `prior` (section_key -> bonus, see freeform.py) reorders the reranker's scores before the top_k cut;
-    it is ignored when the reranker's order is not used."""
+    `prior` (section_key or chunk_id -> bonus, see freeform.py) reorders the reranker's scores before the
+    top_k cut; it is ignored when the reranker's order is not used."""
     if reranker is None or not hits:
         return list(hits[:top_k]), reranker_state(reranker), False
     docs = [
@@ -136,8 +136,11 @@ def rerank_and_pack(
 def order_with_prior(
     hits: Sequence[Hit], scores: Sequence[float], prior: Mapping[str, float]
 ) -> list[tuple[int, float]]:
-    """(index, reranker score) best first by score + prior; ties keep the incoming order."""
-    order = sorted(
-        range(len(hits)), key=lambda i: (-(scores[i] + prior.get(hits[i].chunk.section_key, 0.0)), i)
-    )
+    """(index, reranker score) best first by score + prior (by section_key, plus any by chunk_id); ties keep
+    the incoming order."""
+
+    def bonus(hit: Hit) -> float:
+        return prior.get(hit.chunk.section_key, 0.0) + prior.get(hit.chunk.chunk_id, 0.0)
+
+    order = sorted(range(len(hits)), key=lambda i: (-(scores[i] + bonus(hits[i])), i))
     return [(i, scores[i]) for i in order]

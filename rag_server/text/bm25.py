@@ -20,13 +20,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from rag_server.store.base import SparseVector
 from rag_server.text.normalize import fold
+from rag_server.text.words import segmented
 
 K1 = 1.2
 B = 0.75
@@ -34,7 +34,6 @@ AVGDL = 120.0  # words per chunk, the typical prose chunk of the 800-token ceili
 
 _EDGE = re.compile(r"^[^\w]+|[^\w]+$", re.UNICODE)
 _HAS_ALNUM = re.compile(r"[^\W_]", re.UNICODE)
-_segment_lock = threading.Lock()
 
 
 def term_id(term: str) -> int:
@@ -51,10 +50,7 @@ def _clean_syllable(raw: str) -> str:
 @lru_cache(maxsize=16384)
 def segment(text: str) -> tuple[tuple[str, ...], ...]:
     """Words of `text`, each a tuple of lower-cased syllables (punctuation dropped)."""
-    from underthesea import word_tokenize
-
-    with _segment_lock:
-        raw_words = word_tokenize(text)
+    raw_words = segmented(text)  # the one segmentation, under its one lock (underthesea loads lazily)
     words: list[tuple[str, ...]] = []
     for raw in raw_words:
         syllables = tuple(s for s in (_clean_syllable(p) for p in raw.replace("_", " ").split()) if s)

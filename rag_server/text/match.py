@@ -202,6 +202,16 @@ def find_any(
     return found
 
 
+def typed_single(toks: Sequence[Tok], hits: Iterable[tuple[int, Phrase]]) -> list[tuple[int, Phrase]]:
+    """`hits` without the one-word accented phrases matched by a word typed without those accents: "mo"
+    may be "mổ", "mở" or "mỡ", so it names none of them; "chậm" or a phrase of two words still matches
+    loosely."""
+    return [
+        (i, p) for i, p in hits
+        if len(p) != 1 or p.raw[0] == p.folded[0] or toks[i].raw.lower() == p.raw[0]
+    ]
+
+
 def words(toks: Sequence[Tok]) -> list[Tok]:
     return [t for t in toks if not t.is_punct]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 from rag_server.domain import Reason
+from rag_server.text.normalize import fold
 from rag_server.understanding.catalog import Mention
 from rag_server.understanding.medications import MedicationName
 
@@ -54,6 +55,7 @@ class PatientFacts:
     age_months: int | None = None  # when the age was given in months ("3 tháng tuổi")
     weight_kg: float | None = None
     groups: tuple[Group, ...] = ()  # the groups these facts put the patient in
+    age_text: str = ""  # the words that stated the age ("6 tuần tuổi"), as typed
 
     @property
     def empty(self) -> bool:
@@ -99,6 +101,15 @@ class AskedTerm:
     start: int
     end: int
     known: bool = False  # a phrase of the clinical vocabulary (a medical term, a condition)
+
+    @property
+    def display(self) -> str:
+        """How the service writes the term back: the vocabulary form with its diacritics when the question
+        typed it without ("tang huyet ap" -> "tăng huyết áp"), else as typed."""
+        plain = fold(self.text)
+        if self.text != plain:
+            return self.text
+        return next((f for f in self.forms if f != plain and fold(f) == plain), self.text)
 
 
 class SituationKind(StrEnum):

@@ -55,8 +55,10 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
             conditions.append(cond.name)
             renal = renal or cond.flag == "renal_impairment"
             hepatic = hepatic or cond.flag == "hepatic_impairment"
-    folded = " ".join(t.folded for t in free if not t.is_punct)
+    spoken = [t for t in free if not t.is_punct]
+    folded = " ".join(t.folded for t in spoken)
     years, months = read_age(folded, rules)
+    age_text = _age_words(spoken, folded, rules)
     weight = read_weight(folded, rules)
     age = years if years is not None else (0 if months is not None else None)
     if age is not None:
@@ -74,7 +76,7 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
         current_medications=tuple(dict.fromkeys(medications)), conditions=tuple(dict.fromkeys(conditions)),
         age_years=age, pregnant=pregnant, breastfeeding=breastfeeding, renal_impairment=renal,
         hepatic_impairment=hepatic, allergies=tuple(dict.fromkeys(allergies)), age_months=months,
-        weight_kg=weight,
+        weight_kg=weight, age_text=age_text,
     )
     return PatientReading(with_groups(facts, rules), tuple(current), tuple(spans))
 
@@ -86,10 +88,24 @@ def read_age(folded: str, rules: Rules) -> tuple[int | None, int | None]:
         if found is None:
             continue
         value = int(found.group(1))
-        if pattern.unit == "months":
+        if pattern.unit == "weeks":  # an infant's age in weeks is kept in months (rounded down)
+            value = value * 12 // 52
+        if pattern.unit in ("months", "weeks"):
             return (value // 12 if value >= 12 else None), value
         return (value if value <= MAX_AGE_YEARS else None), None
     return None, None
+
+
+def _age_words(spoken: Sequence[Tok], folded: str, rules: Rules) -> str:
+    """The words of the question that stated the age ("6 tuần tuổi"), as typed."""
+    for pattern in rules.age_patterns:
+        found = pattern.pattern.search(folded)
+        if found is None:
+            continue
+        first = folded[: found.start()].count(" ") if found.start() else 0
+        count = found.group(0).strip().count(" ") + 1
+        return " ".join(t.raw for t in spoken[first : first + count])
+    return ""
 
 
 def read_weight(folded: str, rules: Rules) -> float | None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rag_server.domain import Reason
-from rag_server.text.match import Tok, expand, find_any, phrase, tokenize, word_accents, words
+from rag_server.text.match import Tok, expand, find_any, tokenize, word_accents, words
 from rag_server.text.words import read_words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
 from rag_server.understanding.frame import (
@@ -140,7 +140,7 @@ def _turn(
     frame = frame.but(
         drug_ids=drug_ids,
         patient=facts,
-        search_text=_search_text(frame.query, toks, mentions, drug_ids, rules),
+        search_text=_search_text(frame.query, toks, mentions, drug_ids),
     )
     if not drug_ids:
         return _without_drug(frame, toks, masked, language)
@@ -168,7 +168,12 @@ def _without_drug(
             )
         )
     unknown = drug_like_words(toks, language.known_words)
-    named = bool(frame.section_key) or not facts.empty or _bare_name(_mask_words(toks, unknown), rules)
+    named = (
+        bool(frame.section_key)
+        or not facts.empty
+        or frame.effect is not None  # "zentorin có gây buồn ngủ không": what a drug does
+        or _bare_name(_mask_words(toks, unknown), rules)
+    )
     if unknown and len(unknown) <= MAX_UNKNOWN_NAMES and named:
         # "liều của semaglutid": a drug is named, just not one the formulary has.
         turn = TurnType.SECTION_QUESTION if frame.section_key else TurnType.FREE_FORM
@@ -344,22 +349,17 @@ def _terms(
 
 
 def _search_text(
-    query: str, toks: Sequence[Tok], mentions: Sequence[Mention], drug_ids: Sequence[str], rules: Rules
+    query: str,
+    toks: Sequence[Tok],
+    mentions: Sequence[Mention],
+    drug_ids: Sequence[str],
 ) -> str:
-    """The question without the names of the drugs asked about, followed by the formulary terms of the
-    colloquial phrases it contains (rules.toml [free_form.synonyms]); the question when nothing is left."""
+    """The question without the names of the drugs asked about; the question when nothing is left."""
     wanted = set(drug_ids)
     drop = {i for m in mentions if wanted & set(m.drug_ids) for i in range(m.start, m.end)}
     kept = [t for i, t in enumerate(toks) if i not in drop and not t.is_punct]
     text = " ".join(t.raw for t in kept) or query
-    found = {
-        p.text
-        for i, p in find_any(kept, [s.phrase for s in rules.synonyms])
-        if len(p) > 1 or p.raw[0] == p.folded[0] or kept[i].raw == p.raw[0]
-    }
-    extra = [t for s in rules.synonyms if s.phrase.text in found for t in s.terms]
-    extra = [t for t in dict.fromkeys(extra) if not find_any(kept, [phrase(t)])]
-    return " ".join([text, *extra]) if extra else text
+    return text
 
 
 def _with_medications(reading: Reading, catalog: Catalog | None, language: Language) -> Reading:

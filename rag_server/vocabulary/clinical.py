@@ -69,20 +69,6 @@ class ClinicalVocabulary:
     terms: tuple[Phrases, ...] = ()  # groups of asked-term forms that mean the same
 
     @cached_property
-    def term_forms(self) -> Phrases:
-        """Every form of every term group."""
-        return Phrases(dict.fromkeys(p for group in self.terms for p in group))
-
-    @cached_property
-    def synonyms_of(self) -> dict[tuple[str, ...], tuple[Phrase, ...]]:
-        """Folded form -> every form of its groups (the form first)."""
-        out: dict[tuple[str, ...], dict[Phrase, None]] = {}
-        for group in self.terms:
-            for form in group:
-                out.setdefault(form.folded, {form: None}).update(dict.fromkeys(group))
-        return {k: tuple(v) for k, v in out.items()}
-
-    @cached_property
     def condition_forms(self) -> Phrases:
         """Every condition name and synonym."""
         return Phrases(p for c in self.conditions for p in c.forms)

@@ -5,10 +5,11 @@ user-facing strings (strings.toml), and the phrase and word sets derived from th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
-from rag_server.text.match import Phrases, tokenize
+from rag_server.text.match import Phrase, Phrases, phrase, tokenize
 from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
 from rag_server.vocabulary.rules import Rules, load_rules
 from rag_server.vocabulary.sections import Vocabulary, load_vocabulary
@@ -27,8 +28,37 @@ class Language:
     @cached_property
     def term_vocabulary(self) -> Phrases:
         """What an asked term may be as one phrase: the clinical term groups, medical terms, condition
-        names and synonyms, class names, patient conditions."""
-        return Phrases(dict.fromkeys([*self.clinical.term_forms, *self.medical_signal]))
+        names and synonyms, class names and members, patient conditions, colloquial phrases."""
+        return Phrases(dict.fromkeys([*self.forms_of_phrase, *self.medical_signal]))
+
+    @cached_property
+    def forms_of(self) -> dict[tuple[str, ...], tuple[Phrase, ...]]:
+        """Folded phrase -> the forms evidence may carry for it (the phrase first): its term groups
+        (clinical.toml [[term]]), a condition's name and synonyms, a class member's class ("aspirin" ->
+        "salicylat"), the formulary terms of a colloquial phrase (rules.toml [free_form.synonyms])."""
+        return {k.folded: tuple(v) for k, v in self.forms_of_phrase.items()}
+
+    @cached_property
+    def forms_of_phrase(self) -> dict[Phrase, dict[Phrase, None]]:
+        out: dict[tuple[str, ...], dict[Phrase, None]] = {}
+        keys: dict[tuple[str, ...], Phrase] = {}
+
+        def add(key: Phrase, forms: Iterable[Phrase]) -> None:
+            keys.setdefault(key.folded, key)
+            out.setdefault(key.folded, {key: None}).update(dict.fromkeys(forms))
+
+        for group in self.clinical.terms:
+            for form in group:
+                add(form, group)
+        for condition in self.clinical.conditions:
+            for form in condition.forms:
+                add(form, condition.forms)
+        for drug_class in self.clinical.classes:
+            for member in drug_class.members:
+                add(phrase(member), drug_class.aliases)
+        for synonym in self.rules.synonyms:
+            add(synonym.phrase, (phrase(t) for t in synonym.terms))
+        return {keys[k]: v for k, v in out.items()}
 
     @cached_property
     def medical_signal(self) -> Phrases:

