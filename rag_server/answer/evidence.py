@@ -14,7 +14,7 @@ Blocking (store work): the pipeline schedules it (api/work.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rag_server.answer.bounds import AGE, WEIGHT, Bound, bounds_in, outside
 from rag_server.answer.model import Block, EvidenceBlock, Plan
@@ -31,6 +31,7 @@ from rag_server.retrieval.results import (
 )
 from rag_server.retrieval.routes import retrieve
 from rag_server.retrieval.section import whole_section
+from rag_server.store.base import ChunkFilter
 from rag_server.text.match import find_any, tokenize
 from rag_server.understanding.frame import Group, QueryFrame, Reading
 from rag_server.vocabulary.language import Language
@@ -111,21 +112,17 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
     frame = reading.frame
     language = corpus.language
     result = retrieve(reading, corpus, providers)
+    result.evidence = located(result.evidence, corpus)
     plan = _PLANS.get(result.route, Plan.MOST_RELEVANT)
     if result.route is Route.PATIENT and result.assessment is not None:
         return _patient(result.decision, result.assessment, frame, language)
     if result.route is Route.INDICATION:
         forms = _condition_forms(frame, language)
+        named = [(c.drug_name, h) for c in result.candidates for h in c.evidence]
+        boxed = located([h for _, h in named], corpus)
         hits = [
-            (
-                h,
-                f"{c.drug_name}: {language.vocabulary.title(h.chunk.section_key)}",
-                frame.indication,
-                forms,
-                (),
-            )
-            for c in result.candidates
-            for h in c.evidence
+            (h, f"{name}: {language.vocabulary.title(h.chunk.section_key)}", frame.indication, forms, ())
+            for (name, _), h in zip(named, boxed, strict=True)
         ]
         evidence = number(hits)
         return Gathered(
@@ -145,6 +142,19 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
     if plan is Plan.WHOLE_SECTION and result.decision.usable:
         gathered.lead.extend(gap_notices(frame, evidence, language))
     return gathered
+
+
+def located(hits: Sequence[Hit], corpus: Corpus) -> list[Hit]:
+    """The hits with the page boxes of their text (a search returns chunks without them, to keep its
+    payloads small): one exact lookup of the prose chunks that lack them, so every cited span can be
+    highlighted on the page. A chunk the store no longer has keeps its hit as it was."""
+    missing = tuple(dict.fromkeys(
+        h.chunk.chunk_id for h in hits if not h.chunk.boxes and h.chunk.chunk_kind is ChunkKind.PROSE
+    ))
+    if not missing:
+        return list(hits)
+    full = {c.chunk_id: c for c in corpus.store.scroll(ChunkFilter(chunk_ids=missing, with_boxes=True))}
+    return [replace(h, chunk=full[h.chunk.chunk_id]) if h.chunk.chunk_id in full else h for h in hits]
 
 
 def _condition_forms(frame: QueryFrame, language: Language) -> tuple[str, ...]:
