@@ -25,7 +25,8 @@ def test_a_table_block_prints_its_rows_and_its_image() -> None:
 
 
 def test_a_prose_block_prints_no_table() -> None:
-    block = pb.AnswerBlock(title="Chống chỉ định", claims=[pb.Claim(text="Suy thận nặng.", source_ids=["c1"])])
+    claim = pb.Claim(text="Suy thận nặng.", source_ids=["c1"])
+    block = pb.AnswerBlock(title="Chống chỉ định", claims=[claim])
     out = io.StringIO()
     show(answer_pb2.AskResponse(block=block), out)
     assert "Suy thận nặng." in out.getvalue() and "|" not in out.getvalue()
