@@ -60,6 +60,7 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
     years, months = read_age(folded, rules)
     age_text = _age_words(spoken, folded, rules)
     weight = read_weight(folded, rules)
+    pregnant = pregnant or bool(rules.pregnancy_pattern.search(folded))  # "thai 32 tuần", "bầu 2 tháng"
     age = years if years is not None else (0 if months is not None else None)
     if age is not None:
         band = next((b for b in rules.age_bands if b.contains(age)), None)

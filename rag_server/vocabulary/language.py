@@ -70,21 +70,32 @@ class Language:
         ]))
 
     @cached_property
+    def medicine_names(self) -> Phrases:
+        """Names of medicines beyond the served formulary: drug classes (their aliases) and their members."""
+        return Phrases(dict.fromkeys([
+            *self.clinical.class_aliases, *(phrase(m) for c in self.clinical.classes for m in c.members)
+        ]))
+
+    @cached_property
     def fillers(self) -> Phrases:
         """Generic words and stopwords, with their accents."""
         return Phrases(dict.fromkeys([*self.clinical.generic, *self.rules.stopword_phrases]))
 
     @cached_property
     def known_words(self) -> frozenset[str]:
-        """Folded words of the section vocabulary (phrases and hints), of rules.toml and of the generic
-        words: never an unknown drug name."""
+        """Folded words of the section vocabulary (phrases and hints), of rules.toml, of the generic words
+        and of the clinical terms, conditions and class names ("proton" of "ức chế bơm proton"): never an
+        unknown drug name (a class's members are, and stay, drug names)."""
         texts = [
             t
             for spec in self.vocabulary.sections.values()
             for t in (spec.title, *spec.aliases, *spec.phrases, *spec.hints)
         ]
         words = frozenset(tok.folded for text in texts for tok in tokenize(text))
-        return words | self.rules.words() | self.clinical.generic_words
+        c = self.clinical
+        phrases = (*c.medical_terms, *c.condition_forms, *c.class_aliases, *(f for g in c.terms for f in g))
+        clinical = frozenset(w for p in phrases for w in p.folded)
+        return words | self.rules.words() | self.clinical.generic_words | clinical
 
 
 def load_language() -> Language:

@@ -113,6 +113,7 @@ class Rules:
     breastfeeding_anchors: tuple[Phrase, ...]
     age_patterns: tuple[AgePattern, ...]
     weight_pattern: re.Pattern[str]
+    pregnancy_pattern: re.Pattern[str]
     age_bands: tuple[AgeBand, ...]
     conditions: tuple[Condition, ...]
     overview_fillers: tuple[Phrase, ...]
@@ -128,6 +129,8 @@ class Rules:
     effect_cues: Phrases = field(default_factory=Phrases)  # "có gây": the effect asked about follows
     weak_effect_cues: Phrases = field(default_factory=Phrases)  # "có bị": a vocabulary effect follows
     condition_cues: Phrases = field(default_factory=Phrases)  # "đang bị": what the patient has, no effect
+    effect_links: Phrases = field(default_factory=Phrases)  # "khi": a weak cue before the drug is its effect
+    list_separators: Phrases = field(default_factory=Phrases)  # "," "và" "hay": effects listed together
     effect_after: Phrases = field(default_factory=Phrases)  # "có phải do": the effect came before
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
@@ -200,6 +203,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         breastfeeding_anchors=_phrases(patient["breastfeeding_anchors"]),
         age_patterns=tuple(_age_pattern(a) for a in patient["age_patterns"]),
         weight_pattern=re.compile(str(patient["weight_pattern"])),
+        pregnancy_pattern=re.compile(str(patient.get("pregnancy_pattern", r"(?!x)x"))),
         age_bands=tuple(
             AgeBand(
                 str(b["name"]),
@@ -235,6 +239,8 @@ def _parse(data: dict[str, Any]) -> Rules:
         effect_cues=_phrases(data.get("question", {}).get("effect_cues")),
         weak_effect_cues=_phrases(data.get("question", {}).get("weak_effect_cues")),
         condition_cues=_phrases(data.get("question", {}).get("condition_cues")),
+        effect_links=_phrases(data.get("question", {}).get("effect_links")),
+        list_separators=_phrases(data.get("question", {}).get("list_separators")),
         effect_after=_phrases(data.get("question", {}).get("effect_after")),
         question_fillers=_phrases(data.get("question", {}).get("fillers")),
         bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),

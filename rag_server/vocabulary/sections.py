@@ -8,7 +8,9 @@
   phrase (words, then characters), then the earlier one ("uống bao nhiêu thì bị ngộ độc" asks about
   overdose, not dosage; "xử trí tác dụng phụ" about managing an ADR, not the ADR list; "chỉ định và chống
   chỉ định" about the contraindications). A section's `hints` (weak cues such as "hằng tuần", "mấy
-  nhát") are looked for only when no phrase of any section matched.
+  nhát") are looked for only when no phrase of any section matched; they add up (the section with the
+  most hint words wins, then the strongest hint), so a question made of everyday words ("để trong xe hơi
+  mùa hè có bị hư không") finds its section by the several words that point to it.
   Matching is text.match with AccentRule.WORD: a word typed without diacritics matches any accented form
   ("chong chi dinh"), a word typed with them must match them ("có che" is not "cơ chế"); a phrase never
   matches across punctuation. Cost: one pass over the question's words, phrases indexed by first word.
@@ -67,6 +69,7 @@ class SectionRoles:
     warning_facet: tuple[str, ...]
     dosage_facet: tuple[str, ...]
     effect_sections: tuple[str, ...]
+    with_second_medicine: tuple[str, ...]
     population: tuple[str, ...]
     suggested: tuple[str, ...]
 
@@ -127,12 +130,22 @@ class Vocabulary:
         None when nothing matches. Given tokens, they must be read word by word for accents
         (text.match.word_accents)."""
         toks = tokenize(question, AccentRule.WORD) if isinstance(question, str) else question
-        for cue_set, weak in ((self._phrases, False), (self._hints, True)):
-            cues = cue_set.find(toks)
-            if cues:
-                position, best = max(cues, key=lambda c: self._strength(cue_set.owner[c[1]], c[1], c[0]))
-                return PhraseMatch(cue_set.owner[best], best.text, position, weak, len(best))
-        return None
+        cues = self._phrases.find(toks)
+        if cues:
+            position, best = max(cues, key=lambda c: self._strength(self._phrases.owner[c[1]], c[1], c[0]))
+            return PhraseMatch(self._phrases.owner[best], best.text, position, False, len(best))
+        hints = self._hints.find(toks)
+        if not hints:
+            return None
+        # weak cues add up: "để trong xe hơi mùa hè có bị hư" has four storage hints and none of another
+        owner = self._hints.owner
+        votes: dict[str, int] = {}
+        for _, pat in hints:
+            votes[owner[pat]] = votes.get(owner[pat], 0) + len(pat)
+        position, best = max(
+            hints, key=lambda c: (votes[owner[c[1]]], self._strength(owner[c[1]], c[1], c[0]))
+        )
+        return PhraseMatch(owner[best], best.text, position, True, len(best))
 
     def cues(self, question: str) -> list[PhraseMatch]:
         """Every non-overlapping section cue of a question, in text order (phrases only, no hints)."""
