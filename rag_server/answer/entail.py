@@ -3,7 +3,8 @@
 The offline judge (default) is strict and deterministic: a claim must be a normalised substring of one of
 the chunks it cites (case, spacing and Unicode form ignored, nothing else). Completeness: a plan that
 presents whole sections (WHOLE_SECTION, OVERVIEW, URGENT) must cover every segment of every prose block it
-was given; the other plans are complete when they say anything at all. An LLM judge (llm_entail.py) answers
+was given (but a block of a patient fact beside the section, which shows what the fact matched); the other
+plans are complete when they say anything at all. An LLM judge (llm_entail.py) answers
 the same `Judgement`.
 
 `locate` finds each claim's supporting text inside a cited chunk for the client to highlight: the claim
@@ -102,6 +103,8 @@ class OfflineJudge:
         if plan in WHOLE_PLANS:
             for block in evidence:
                 if block.chunk.chunk_kind is not ChunkKind.PROSE or block.chunk.requires_visual_check:
+                    continue
+                if block.facts:  # a patient fact's block beside the section: what the fact matched
                     continue
                 said = " \n ".join(normalised(c.text)[0] for c in draft.claims if block.number in c.sources)
                 shown = [

@@ -29,6 +29,7 @@ from rag_server.answer.segments import Segment, segments
 from rag_server.domain import ChunkKind, in_visual_span
 from rag_server.text.carry import carries
 from rag_server.text.carry import spans as carried_spans
+from rag_server.text.match import find_any, phrase, phrases, tokenize
 
 _WHOLE = frozenset({Plan.WHOLE_SECTION, Plan.OVERVIEW, Plan.URGENT})
 FOCUSED = frozenset({Plan.MOST_RELEVANT, Plan.EFFECT, Plan.INDICATION_LIST, Plan.PATIENT_FACETS})
@@ -66,8 +67,8 @@ class OfflineGenerator:
 
     def generate(self, request: GenerationRequest) -> Draft:
         blocks = [b for b in request.evidence if usable(b)]
-        if request.plan in _WHOLE:
-            claims = [DraftClaim(s.text, (b.number,)) for b in blocks for s in shown_segments(b)]
+        if request.plan in _WHOLE:  # a patient fact's block beside a whole section: what the fact matched
+            claims = [c for b in blocks for c in (_facts(b) if b.facts else _whole(b))]
         elif request.plan is Plan.MOST_RELEVANT:
             claims = self._most_relevant(request, blocks)
         elif request.plan is Plan.EFFECT:
@@ -94,14 +95,20 @@ class OfflineGenerator:
         return [DraftClaim(seg.text, (block.number,)) for _, _, _, seg, block in best]
 
 
+def _whole(block: EvidenceBlock) -> list[DraftClaim]:
+    return [DraftClaim(s.text, (block.number,)) for s in shown_segments(block)]
+
+
 def _facts(block: EvidenceBlock) -> list[DraftClaim]:
     """The segments holding what the block's patient facts matched; the whole block when it was asked
     whole (a pregnancy or breastfeeding facet has no matches)."""
     parts = shown_segments(block)
     if not block.facts:
         return [DraftClaim(s.text, (block.number,)) for s in parts]
-    forms = tuple(dict.fromkeys(m.matched for m in block.facts if m.matched))
-    return [DraftClaim(s.text, (block.number,)) for s in parts if carrying(s, block, forms)]
+    found = phrases(phrase(m.matched) for m in block.facts if m.matched)
+    # the words AssessPatient's matcher found in this chunk, matched the way it matched them (syllables on
+    # word-boundaries of the text, not a segmentation that may glue "sử hen" together)
+    return [DraftClaim(s.text, (block.number,)) for s in parts if find_any(tokenize(s.text), found)]
 
 
 def relevant(draft: Draft, request: GenerationRequest) -> Draft:

@@ -61,7 +61,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     rules = language.rules
     toks = tokenize(query)[:MAX_QUESTION_TOKENS]
     mentions = _with_offsets(toks, catalog.find(toks) if catalog is not None else [])
-    patient = extract_patient(toks, mentions, rules)
+    patient = extract_patient(toks, mentions, rules, language.medicine_words)
     masked = _masked(toks, mentions)
     spoken = word_accents(expand(masked, rules.abbreviations))  # chat abbreviations read as words
     age = patient.facts.age_in_years
@@ -86,7 +86,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
         mentions = [m for m in mentions if m.stage != MatchStage.PREFIX]
         masked = _masked(toks, mentions)
-        patient = extract_patient(toks, mentions, rules)
+        patient = extract_patient(toks, mentions, rules, language.medicine_words)
     facts = patient.facts
     if section is not None and section.weak and (not mentions or not facts.empty):
         section = None  # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts
@@ -95,7 +95,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     terms = _terms(query, toks, mentions, cue, language)
     drug_at = min((m.start for m in mentions), default=None)
     effect = effect_of(toks, terms, language, drug_at) if terms else None
-    if cue is not None and cue.weak and effect is not None:
+    if cue is not None and cue.weak and (effect is not None or find_any(toks, rules.any_effect_cue)):
         cue = None  # "zentorin có làm nóng người không" asks about an effect, not about storage
     base = QueryFrame(
         TurnType.FREE_FORM,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from rag_server.text.match import Phrase, Phrases, phrase, tokenize
-from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
+from rag_server.vocabulary.clinical import ClinicalVocabulary, MedicineWords, load_clinical
 from rag_server.vocabulary.rules import Rules, load_rules
 from rag_server.vocabulary.sections import Vocabulary, load_vocabulary
 from rag_server.vocabulary.situation import SituationVocabulary, load_situation
@@ -75,6 +75,14 @@ class Language:
         return Phrases(dict.fromkeys([
             *self.clinical.class_aliases, *(phrase(m) for c in self.clinical.classes for m in c.members)
         ]))
+
+    @cached_property
+    def medicine_words(self) -> MedicineWords:
+        """The words of medicine names beyond the formulary (classes, members, ions) and of dosage forms."""
+        med = self.clinical.medication
+        names = frozenset(w for p in self.medicine_names for w in p.folded) | med.ion_words
+        forms = frozenset(w for p in med.strip for w in p.folded)
+        return MedicineWords(names - forms, forms)
 
     @cached_property
     def fillers(self) -> Phrases:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -107,6 +107,7 @@ class Rules:
     generic_heads: tuple[Phrase, ...]
     current_medication_triggers: tuple[Phrase, ...]
     connectors: tuple[Phrase, ...]
+    medication_list_ends: tuple[Phrase, ...]
     pregnant: tuple[Phrase, ...]
     pregnancy_anchors: tuple[Phrase, ...]
     breastfeeding: tuple[Phrase, ...]
@@ -135,6 +136,11 @@ class Rules:
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
     bounds: BoundWords | None = None
+
+    @cached_property
+    def any_effect_cue(self) -> Phrases:
+        """Every effect cue, strong or weak ("có gây", "có làm")."""
+        return Phrases((*self.effect_cues, *self.weak_effect_cues))
 
     def words(self) -> frozenset[str]:
         """Every folded word the rules mention (never read as a drug name)."""
@@ -197,6 +203,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         generic_heads=_phrases(data["indication"]["generic_heads"]),
         current_medication_triggers=_phrases(patient["current_medication_triggers"]),
         connectors=_phrases(patient["connectors"]),
+        medication_list_ends=_phrases(patient.get("medication_list_ends")),
         pregnant=_phrases(patient["pregnant"]),
         pregnancy_anchors=_phrases(patient["pregnancy_anchors"]),
         breastfeeding=_phrases(patient["breastfeeding"]),
