@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rag_server.domain import Chunk, ChunkKind
-from rag_server.text.normalize import tokens
+from rag_server.text.match import folded_words
 from rag_server.vocabulary import Vocabulary
 
 MAX_POINTER_WORDS = 40  # a section of at most this many words (exclusive) may be a mere pointer
@@ -32,7 +32,7 @@ def prose_text(chunks: Iterable[Chunk]) -> str:
 
 def referenced_sections(text: str, vocabulary: Vocabulary) -> list[str]:
     """Section keys named after each "xem [thêm] [mục|phần]" in `text`, in order, without repeats."""
-    words = tokens(text)
+    words = folded_words(text)
     found: list[str] = []
     for i, word in enumerate(words):
         if word != _SEE:
@@ -58,6 +58,6 @@ def _longest_heading(words: list[str], vocabulary: Vocabulary) -> str | None:
 
 def pointer_targets(section_key: str, text: str, vocabulary: Vocabulary) -> list[str]:
     """The other sections a short section merely points to ([] for a long section or no pointer)."""
-    if len(tokens(text)) >= MAX_POINTER_WORDS:
+    if len(folded_words(text)) >= MAX_POINTER_WORDS:
         return []
     return [k for k in referenced_sections(text, vocabulary) if k != section_key]

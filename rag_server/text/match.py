@@ -1,6 +1,7 @@
-"""The one phrase matcher: question tokens kept in two aligned forms (accented and folded) and
-accent-compatible phrase matching, used by understanding (drug names, medications, conditions, scope) and
-by the section vocabulary alike.
+"""The one tokenizer and the one phrase matcher of the service: text tokens kept in two aligned forms
+(accented and folded; `tokenize`, or `folded_words` for the folded words alone) and accent-compatible
+phrase matching, used by understanding (drug names, medications, conditions, scope), retrieval (the
+indication keyword pass, asked terms carried by a chunk) and the section vocabulary alike.
 
 Two accent rules (`AccentRule`):
 * TEXT (default): a text typed entirely without diacritics is matched loosely, each token matching any
@@ -172,6 +173,12 @@ class Phrases(tuple[Phrase, ...]):
 def word_forms(text: str) -> list[tuple[str, str]]:
     """(raw, folded) of every token of `text`, as `tokenize` makes them, without offsets or Tok objects."""
     return [_forms(piece) for piece in _TOKEN.findall(unicodedata.normalize("NFKC", text))]
+
+
+def folded_words(text: str) -> list[str]:
+    """The folded words of `text` as `tokenize` reads them, punctuation left out:
+    "Chống chỉ định:" -> ["chong", "chi", "dinh"]."""
+    return [folded for raw, folded in word_forms(text) if raw not in PUNCT]
 
 
 def phrases(patterns: Iterable[Phrase]) -> Phrases:

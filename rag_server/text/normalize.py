@@ -1,4 +1,4 @@
-"""Accent folding and tokenisation shared by ingestion, understanding and retrieval.
+"""Accent folding and slugs shared by ingestion, understanding and retrieval (tokens: text.match).
 
 Folding maps a Vietnamese string to lower-case ASCII: "Chống chỉ định" -> "chong chi dinh".
 The look-alike U+00D0 (Ð, seen in OCR output) folds like U+0110 (Đ).
@@ -11,7 +11,6 @@ import unicodedata
 
 _D_MAP = str.maketrans({"đ": "d", "Đ": "d", "Ð": "d", "ð": "d"})
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
-_WORD = re.compile(r"[0-9a-z]+")
 
 
 def _fold_slow(text: str) -> str:
@@ -50,11 +49,6 @@ def fold(text: str) -> str:
 def slugify(title: str, sep: str = "-") -> str:
     """`ACID ACETYLSALICYLIC` -> `acid-acetylsalicylic` (runs of non-alphanumerics -> sep)."""
     return _NON_ALNUM.sub(sep, fold(title)).strip(sep)
-
-
-def tokens(text: str) -> list[str]:
-    """Folded alphanumeric word tokens."""
-    return _WORD.findall(fold(text))
 
 
 def word_count(text: str) -> int:

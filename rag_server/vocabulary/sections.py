@@ -23,8 +23,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, phrase, tokenize
-from rag_server.text.normalize import fold, tokens
+from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, folded_words, phrase, tokenize
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,7 @@ _SLIPS = {"qui": "quy", "ki": "ky", "oua": "qua"}
 
 
 def _heading_form(text: str) -> str:
-    words = tokens(text)
+    words = folded_words(text)
     return " ".join(_SLIPS.get(w, w) for w in words)
 
 
@@ -170,7 +169,7 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     sections: dict[str, SectionSpec] = {}
     for order, raw in enumerate(raw_sections):
         key = str(raw["key"])
-        if key != "_".join(tokens(key)) or key in sections:
+        if key != "_".join(folded_words(key)) or key in sections:
             raise ValueError(f"bad or duplicate section key {key!r}")
         sections[key] = SectionSpec(
             key=key,
@@ -216,4 +215,4 @@ def load_vocabulary(path: Path | None = None) -> Vocabulary:
 
 def folded_title_key(title: str) -> str:
     """The key a title folds to: "Chống chỉ định" -> "chong_chi_dinh"."""
-    return "_".join(tokens(fold(title)))
+    return "_".join(folded_words(title))
