@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from rag_server.text.match import Tok, phrase, tokenize
+from rag_server.text.match import Tok, find, phrase, tokenize
 from rag_server.text.words import read_words
 
 _SENTENCE_END = re.compile(r"[.!?;…\n]")
@@ -27,20 +27,9 @@ def _tokens(text: str) -> tuple[Tok, ...]:
 
 
 def _syllable_hits(toks: tuple[Tok, ...], form: str) -> list[tuple[int, int]]:
+    """(start, length) of every occurrence of `form`, its own typing deciding the accents."""
     pat = phrase(form)
-    n = len(pat)
-    if not n:
-        return []
-    plain = pat.raw == pat.folded
-    out: list[tuple[int, int]] = []
-    for i, tok in enumerate(toks):
-        if tok.folded != pat.folded[0] or i + n > len(toks):
-            continue
-        if all(
-            toks[i + k].folded == pat.folded[k] and (plain or toks[i + k].raw == pat.raw[k]) for k in range(n)
-        ):
-            out.append((i, n))
-    return out
+    return [(i, len(pat)) for i in find(toks, pat, typed=True)]
 
 
 def _sentence(text: str, start: int, end: int) -> tuple[int, int]:

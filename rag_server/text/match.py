@@ -103,6 +103,11 @@ class Phrase:
     def __len__(self) -> int:
         return len(self.raw)
 
+    @property
+    def plain(self) -> bool:
+        """Typed without diacritics (its accented and folded forms are the same)."""
+        return self.raw == self.folded
+
 
 @lru_cache(maxsize=65536)
 def phrase(text: str) -> Phrase:
@@ -116,19 +121,33 @@ def compatible(tok: Tok, raw: str, folded: str) -> bool:
     return tok.folded == folded and (tok.loose or tok.raw == raw)
 
 
-def match_at(toks: Sequence[Tok], i: int, pat: Phrase) -> bool:
+def match_at(toks: Sequence[Tok], i: int, pat: Phrase, typed: bool = False) -> bool:
+    """Whether `pat` occurs at token i. The text's tokens decide the accents (`Tok.loose`), or, with
+    `typed`, the pattern's own typing: a pattern typed without diacritics matches by folding alone, one
+    typed with them must match them ("buồn ngủ" is not "buồn nôn"), however the text is typed."""
     n = len(pat)
     if n == 0 or i + n > len(toks):
         return False
+    if typed:
+        loose = pat.plain
+        return all(
+            toks[i + j].folded == pat.folded[j] and (loose or toks[i + j].raw == pat.raw[j]) for j in range(n)
+        )
     return all(compatible(toks[i + j], pat.raw[j], pat.folded[j]) for j in range(n))
 
 
-def find(toks: Sequence[Tok], pat: Phrase) -> list[int]:
-    """Start indices where the phrase occurs (contiguous, word-boundary exact, accent-compatible)."""
+def find(
+    toks: Sequence[Tok], pat: Phrase, typed: bool = False, starts: Iterable[int] | None = None
+) -> list[int]:
+    """Start indices where the phrase occurs (contiguous, word-boundary exact, accent-compatible; `typed`:
+    see `match_at`), in text order. `starts`: the only positions to try (a caller's index of where the
+    phrase's first folded word occurs), else every token."""
     if not len(pat):
         return []
+    if starts is not None:
+        return [i for i in starts if match_at(toks, i, pat, typed)]
     first = pat.folded[0]
-    return [i for i, t in enumerate(toks) if t.folded == first and match_at(toks, i, pat)]
+    return [i for i, t in enumerate(toks) if t.folded == first and match_at(toks, i, pat, typed)]
 
 
 class Phrases(tuple[Phrase, ...]):

@@ -36,7 +36,7 @@ from enum import IntEnum, StrEnum
 from functools import cached_property, lru_cache
 
 from rag_server.domain import Chunk, ChunkKind
-from rag_server.text.match import Phrase, Tok, compatible, phrase, tokenize
+from rag_server.text.match import Phrase, Tok, match_at, phrase, tokenize
 from rag_server.text.normalize import fold
 from rag_server.understanding.fuzzy import LONG_BOUND, FuzzyIndex
 from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable
@@ -212,7 +212,7 @@ class Catalog:
                 if i + n > len(toks) or any(taken[i : i + n]) or any(t.is_punct for t in toks[i : i + n]):
                     continue
                 key = tuple(t.folded for t in toks[i : i + n])
-                entries = [e for e in self.names.get(key, ()) if _fits(toks[i : i + n], e.name)]
+                entries = [e for e in self.names.get(key, ()) if match_at(toks, i, e.name)]
                 if not entries:
                     continue
                 best = min(e.tier for e in entries)
@@ -322,10 +322,6 @@ def _resolves_to(entries: Iterable[NameEntry]) -> tuple[str, ...]:
     listed = list(entries)
     best = min(e.tier for e in listed)
     return tuple(sorted({e.drug_id for e in listed if e.tier == best}))
-
-
-def _fits(span: Sequence[Tok], name: Phrase) -> bool:
-    return all(compatible(t, raw, folded) for t, raw, folded in zip(span, name.raw, name.folded, strict=True))
 
 
 # ----------------------------------------------------------------------- building
