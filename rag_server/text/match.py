@@ -23,7 +23,7 @@ from enum import Enum
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from rag_server.text.normalize import fold
+from rag_server.text.normalize import fold, nfkc
 
 _TOKEN = re.compile(r"[^\W_]+|[,.;:?!/+()]", re.UNICODE)
 _D = str.maketrans({"Ð": "đ", "Đ": "đ", "ð": "đ"})
@@ -49,8 +49,32 @@ class Tok(NamedTuple):  # a tuple: a question or a chunk makes hundreds of them 
 @lru_cache(maxsize=65536)
 def _forms(word: str) -> tuple[str, str]:
     """(raw, folded) of one token as matched (words repeat: the cache turns most into one lookup)."""
-    raw = unicodedata.normalize("NFKC", word).translate(_D).lower()
+    raw = nfkc(word).translate(_D).lower()
     return raw, raw if raw in PUNCT else fold(raw)
+
+
+def _normalised(text: str) -> tuple[str, list[int] | None, list[int] | None]:
+    """NFKC `text`, and for each of its characters the [start, end) in `text` of the character (with its
+    combining marks) it comes from; None, None when NFKC leaves `text` as it is (nearly always)."""
+    norm = nfkc(text)
+    if norm == text:
+        return norm, None, None
+    starts: list[int] = []
+    ends: list[int] = []
+    pieces: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i + 1
+        while j < len(text) and unicodedata.combining(text[j]):
+            j += 1
+        piece = nfkc(text[i:j])
+        pieces.append(piece)
+        starts.extend([i] * len(piece))
+        ends.extend([j] * len(piece))
+        i = j
+    if "".join(pieces) != norm:  # composition across characters (never in Vietnamese): offsets as read
+        return norm, None, None
+    return norm, starts, ends
 
 
 class AccentRule(Enum):
@@ -59,15 +83,21 @@ class AccentRule(Enum):
 
 
 def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
-    """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters)."""
-    text = unicodedata.normalize("NFKC", text)
-    matches = list(_TOKEN.finditer(text))
+    """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters, "…" is
+    three full stops), with their offsets in `text` itself."""
+    norm, starts, ends = _normalised(text)
+    matches = list(_TOKEN.finditer(norm))
     forms = [_forms(m.group()) for m in matches]
     plain = [raw == f for raw, f in forms]
     if accents is AccentRule.TEXT:
         plain = [all(plain)] * len(plain)
+    if starts is None or ends is None:
+        return [
+            Tok(raw, f, m.start(), m.end(), loose)
+            for m, (raw, f), loose in zip(matches, forms, plain, strict=True)
+        ]
     return [
-        Tok(raw, f, m.start(), m.end(), loose)
+        Tok(raw, f, starts[m.start()], ends[m.end() - 1], loose)
         for m, (raw, f), loose in zip(matches, forms, plain, strict=True)
     ]
 
@@ -191,13 +221,13 @@ class Phrases(tuple[Phrase, ...]):
 
 def word_forms(text: str) -> list[tuple[str, str]]:
     """(raw, folded) of every token of `text`, as `tokenize` makes them, without offsets or Tok objects."""
-    return [_forms(piece) for piece in _TOKEN.findall(unicodedata.normalize("NFKC", text))]
+    return [_forms(piece) for piece in _TOKEN.findall(nfkc(text))]
 
 
 def folded_words(text: str) -> list[str]:
     """The folded words of `text` as `tokenize` reads them, punctuation left out:
     "Chống chỉ định:" -> ["chong", "chi", "dinh"]."""
-    return [folded for raw, folded in word_forms(text) if raw not in PUNCT]
+    return [folded for raw, folded in map(_forms, _TOKEN.findall(nfkc(text))) if raw not in PUNCT]
 
 
 def phrases(patterns: Iterable[Phrase]) -> Phrases:

@@ -33,11 +33,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from rag_server.domain import Chunk, ChunkKind
-from rag_server.text.match import Phrase, Tok, match_at, phrase, tokenize
-from rag_server.text.normalize import fold
+from rag_server.text.match import Phrase, Tok, folded_words, match_at, phrase, tokenize
 from rag_server.understanding.fuzzy import LONG_BOUND, FuzzyIndex
 from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable
 from rag_server.vocabulary import Vocabulary
@@ -387,14 +386,6 @@ def _usable(name: Phrase) -> bool:
     )
 
 
-_WORDS = re.compile(r"[^\W_]+")
-
-
-@lru_cache(maxsize=200_000)
-def _fold_word(word: str) -> str:
-    return fold(word)
-
-
 def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> frozenset[str]:
     """Folded words used in the prose of two or more monographs."""
     seen: dict[str, str] = {}  # word -> first drug_id seen with it
@@ -402,8 +393,7 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
     for chunk in chunks:
         if chunk.chunk_kind != ChunkKind.PROSE or chunk.section_key in skip_sections:
             continue
-        for raw in set(_WORDS.findall(chunk.text.lower())):
-            word = _fold_word(raw)
+        for word in set(folded_words(chunk.text)):
             first = seen.setdefault(word, chunk.drug_id)
             if first != chunk.drug_id:
                 common.add(word)
