@@ -26,12 +26,6 @@ def _tokens(text: str) -> tuple[Tok, ...]:
     return tuple(tokenize(text))
 
 
-def _syllable_hits(toks: tuple[Tok, ...], form: str) -> list[tuple[int, int]]:
-    """(start, length) of every occurrence of `form`, its own typing deciding the accents."""
-    pat = phrase(form)
-    return [(i, len(pat)) for i in find(toks, pat, typed=True)]
-
-
 def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
     right = _SENTENCE_END.search(text, end)
@@ -50,7 +44,9 @@ def spans(text: str, forms: Iterable[str]) -> list[tuple[int, int]]:
     toks = _tokens(text)
     found: set[tuple[int, int]] = set()
     for form in dict.fromkeys(forms):
-        for i, n in _syllable_hits(toks, form):
+        pat = phrase(form)  # the syllables first, its own typing deciding the accents
+        n = len(pat)
+        for i in find(toks, pat, typed=True):
             start, end = toks[i].start, toks[i + n - 1].end
             if (start, end) not in found and _on_word_boundaries(text, start, end, n):
                 found.add((start, end))

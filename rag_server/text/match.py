@@ -53,7 +53,7 @@ def _forms(word: str) -> tuple[str, str]:
     return raw, raw if raw in PUNCT else fold(raw)
 
 
-def _normalised(text: str) -> tuple[str, list[int] | None, list[int] | None]:
+def _nfkc_offsets(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     """NFKC `text`, and for each of its characters the [start, end) in `text` of the character (with its
     combining marks) it comes from; None, None when NFKC leaves `text` as it is (nearly always)."""
     norm = nfkc(text)
@@ -85,7 +85,7 @@ class AccentRule(Enum):
 def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
     """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters, "…" is
     three full stops), with their offsets in `text` itself."""
-    norm, starts, ends = _normalised(text)
+    norm, starts, ends = _nfkc_offsets(text)
     matches = list(_TOKEN.finditer(norm))
     forms = [_forms(m.group()) for m in matches]
     plain = [raw == f for raw, f in forms]
