@@ -76,12 +76,23 @@ class SectionRoles:
         return out
 
 
+@dataclass(frozen=True)
+class PointerWords:
+    """How a section points to another ("xem [thêm] [mục|phần] <heading>", sections.toml [pointer]), each
+    word folded."""
+
+    see: frozenset[str]
+    also: frozenset[str]
+    kinds: frozenset[str]
+
+
 @dataclass
 class Vocabulary:
     sections: dict[str, SectionSpec]
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
     roles: SectionRoles
+    pointer: PointerWords
     _headings: dict[str, str] = field(default_factory=dict)
     _phrases: _Cues = field(init=False)
     _hints: _Cues = field(init=False)
@@ -191,7 +202,21 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     for key in sorted(roles.keys()):
         if key not in sections:
             raise ValueError(f"intro/identity/role section {key!r} is not a declared section")
-    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles)
+    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles,
+                      pointer=_pointer(data.get("pointer")))
+
+
+def _pointer(raw: object) -> PointerWords:
+    if not isinstance(raw, dict):
+        raise ValueError("sections.toml needs a [pointer] table (how a section points to another)")
+
+    def words(name: str) -> frozenset[str]:
+        found = frozenset(w for text in raw.get(name, []) for w in folded_words(str(text)))
+        if not found:
+            raise ValueError(f"sections.toml [pointer] {name}: at least one word")
+        return found
+
+    return PointerWords(see=words("see"), also=words("also"), kinds=words("kinds"))
 
 
 def _roles(raw: object) -> SectionRoles:
