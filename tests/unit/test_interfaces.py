@@ -79,3 +79,29 @@ def test_a_ranker_is_instrumented_through_its_protocol() -> None:
     outcome = ranker.rerank_guarded("q", [RerankDoc("a"), RerankDoc("b")], 2)
     assert outcome.applied and [i for i, _ in outcome.order] == [0, 1] and timed[0].calls == 1
     assert outcome.state is BreakerState.CLOSED and ranker.state is BreakerState.CLOSED
+
+
+def test_ingest_input_errors_are_of_a_kind() -> None:
+    from ingest.errors import IngestInputError, InputErrorKind
+    from rag_server.api.ingestion import _INPUT_STATUS
+
+    assert set(_INPUT_STATUS) == set(InputErrorKind)  # every kind has its status
+    err = IngestInputError(InputErrorKind.ENCRYPTED, "needs a password")
+    assert err.kind is InputErrorKind.ENCRYPTED
+    assert f"{err.kind}: {err.message}" == "encrypted: needs a password"  # what the CLI and the status say
+    assert IngestInputError("corrupt", "x").kind is InputErrorKind.CORRUPT  # the wire spelling still reads
+    raised_with_strings = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "ingest").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "IngestInputError" and node.args and isinstance(node.args[0], ast.Constant)
+    ]
+    assert raised_with_strings == []
+
+
+def test_breaker_states_are_an_enum() -> None:
+    breaker = CircuitBreaker(1, 60.0, clock=lambda: 0.0)
+    assert breaker.state is BreakerState.CLOSED
+    breaker.record_failure()
+    assert breaker.state is BreakerState.OPEN and isinstance(breaker.state, BreakerState)
