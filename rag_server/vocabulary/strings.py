@@ -1,5 +1,5 @@
 """strings.toml: the service's own user-facing words (reason messages, disclaimer, facet titles, notices,
-and what ingestion writes into chunks)."""
+decision details, and what ingestion writes into chunks)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class Strings:
     groups: dict[str, str]  # Group value -> how a notice names it
     notices: dict[str, str]  # notice name -> template
     chunk: dict[str, str]  # what ingestion writes into a chunk: name -> template
+    details: dict[str, str]  # what a decision adds to its reason's message: name -> text
 
     def notice(self, name: str, **values: object) -> str:
         """The notice `name` with its placeholders filled."""
@@ -42,4 +43,5 @@ def load_strings(path: Path | None = None) -> Strings:
         text = path.read_text("utf-8")
     data = tomllib.loads(text)
     return Strings(str(data["disclaimer"]), _table(data, "reasons"), _table(data, "facets"),
-                   _table(data, "groups"), _table(data, "notices"), _table(data, "chunk"))
+                   _table(data, "groups"), _table(data, "notices"), _table(data, "chunk"),
+                   _table(data, "details"))
