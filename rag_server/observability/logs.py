@@ -51,8 +51,6 @@ def redact_question(text: str) -> str:
     return text if _allow_questions else f"[question redacted: {len(text)} chars]"
 
 
-
-
 def _scrub(message: str, texts: tuple[str, ...]) -> str:
     """`message` with every run of words it shares with one of `texts` (at least SHARED_WORDS words in a
     row, or the whole text when it is shorter) replaced by REDACTED. Words are compared folded, so a cut, a
