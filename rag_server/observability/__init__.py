@@ -101,11 +101,9 @@ class Observability:
             return
         settings = app.settings
         try:
-            from rag_server.providers.rerank.guarded import GuardedReranker
-
             reranker = app.reranker
-            if self._wrap_reranker and isinstance(reranker, GuardedReranker):
-                reranker.inner = InstrumentedReranker(reranker.inner, metrics, settings.reranker)
+            if self._wrap_reranker and reranker is not None:
+                reranker.instrument(lambda inner: InstrumentedReranker(inner, metrics, settings.reranker))
             if app.answers is not None:
                 parts = app.answers
                 app.answers = dataclasses.replace(

@@ -26,16 +26,16 @@ import functools
 import importlib
 import json
 import logging
-import re
 import sys
 import threading
-import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any
 
 from rag_server.config import Settings
 from rag_server.observability.hooks import current_questions
+from rag_server.text.match import folded_words, tokenize
+from rag_server.text.match import words as words_of
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 REDACTED = "[question redacted]"
@@ -51,27 +51,18 @@ def redact_question(text: str) -> str:
     return text if _allow_questions else f"[question redacted: {len(text)} chars]"
 
 
-_WORD = re.compile(r"\w+")
-
-
-def _fold(word: str) -> str:
-    """Case and diacritics folded ("Buồn" -> "buon", "đ" -> "d"): a provider may see a folded question."""
-    decomposed = unicodedata.normalize("NFD", word.casefold().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def _scrub(message: str, texts: tuple[str, ...]) -> str:
     """`message` with every run of words it shares with one of `texts` (at least SHARED_WORDS words in a
     row, or the whole text when it is shorter) replaced by REDACTED. Words are compared folded, so a cut, a
     rewording around the question's own words (a route dropping the drug name) or a folded copy is found."""
     for text in texts:
-        words = [_fold(w) for w in _WORD.findall(text)]
+        words = folded_words(text)  # case and diacritics folded: a provider may see a folded question
         if not words or (len(words) == 1 and len(words[0]) < MIN_SCRUB_CHARS):
             continue
         n = min(SHARED_WORDS, len(words))
         grams = {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
-        tokens = list(_WORD.finditer(message))
-        folded = [_fold(m.group()) for m in tokens]
+        tokens = words_of(tokenize(message))
+        folded = [t.folded for t in tokens]
         covered = [False] * len(tokens)
         for i in range(len(tokens) - n + 1):
             if tuple(folded[i:i + n]) in grams:
@@ -88,8 +79,8 @@ def _scrub(message: str, texts: tuple[str, ...]) -> str:
             j = i
             while j + 1 < len(tokens) and covered[j + 1]:
                 j += 1
-            out += [message[last:tokens[i].start()], REDACTED]
-            last = tokens[j].end()
+            out += [message[last:tokens[i].start], REDACTED]
+            last = tokens[j].end
             i = j + 1
         out.append(message[last:])
         message = "".join(out)

@@ -25,8 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, phrase, tokenize
-from rag_server.text.normalize import fold, tokens
+from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, folded_words, phrase, tokenize
 
 
 @dataclass(frozen=True)
@@ -80,12 +79,23 @@ class SectionRoles:
         return out
 
 
+@dataclass(frozen=True)
+class PointerWords:
+    """How a section points to another ("xem [thêm] [mục|phần] <heading>", sections.toml [pointer]), each
+    word folded."""
+
+    see: frozenset[str]
+    also: frozenset[str]
+    kinds: frozenset[str]
+
+
 @dataclass
 class Vocabulary:
     sections: dict[str, SectionSpec]
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
     roles: SectionRoles
+    pointer: PointerWords
     _headings: dict[str, str] = field(default_factory=dict)
     _phrases: _Cues = field(init=False)
     _hints: _Cues = field(init=False)
@@ -173,7 +183,7 @@ _SLIPS = {"qui": "quy", "ki": "ky", "oua": "qua"}
 
 
 def _heading_form(text: str) -> str:
-    words = tokens(text)
+    words = folded_words(text)
     return " ".join(_SLIPS.get(w, w) for w in words)
 
 
@@ -183,7 +193,7 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     sections: dict[str, SectionSpec] = {}
     for order, raw in enumerate(raw_sections):
         key = str(raw["key"])
-        if key != "_".join(tokens(key)) or key in sections:
+        if key != "_".join(folded_words(key)) or key in sections:
             raise ValueError(f"bad or duplicate section key {key!r}")
         sections[key] = SectionSpec(
             key=key,
@@ -205,7 +215,21 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     for key in sorted(roles.keys()):
         if key not in sections:
             raise ValueError(f"intro/identity/role section {key!r} is not a declared section")
-    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles)
+    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles,
+                      pointer=_pointer(data.get("pointer")))
+
+
+def _pointer(raw: object) -> PointerWords:
+    if not isinstance(raw, dict):
+        raise ValueError("sections.toml needs a [pointer] table (how a section points to another)")
+
+    def words(name: str) -> frozenset[str]:
+        found = frozenset(w for text in raw.get(name, []) for w in folded_words(str(text)))
+        if not found:
+            raise ValueError(f"sections.toml [pointer] {name}: at least one word")
+        return found
+
+    return PointerWords(see=words("see"), also=words("also"), kinds=words("kinds"))
 
 
 def _roles(raw: object) -> SectionRoles:
@@ -229,4 +253,4 @@ def load_vocabulary(path: Path | None = None) -> Vocabulary:
 
 def folded_title_key(title: str) -> str:
     """The key a title folds to: "Chống chỉ định" -> "chong_chi_dinh"."""
-    return "_".join(tokens(fold(title)))
+    return "_".join(folded_words(title))

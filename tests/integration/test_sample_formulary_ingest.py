@@ -94,7 +94,7 @@ def test_all_gates_are_zero(built: BuildResult) -> None:
     assert built.gates_ok, [(g.name, g.count, g.examples) for g in built.failed_gates]
     assert {g.name for g in built.gates} >= {
         "chunks_without_printed_page", "unknown_section_keys", "empty_sections", "duplicate_chunk_ids",
-        "chunks_over_ceiling", "monographs_without_chi_dinh", "monographs_without_sections",
+        "chunks_over_ceiling", "monographs_without_indication", "monographs_without_sections",
         "chunks_without_source_refs", "duplicate_drug_ids", "pages_without_folio"}
 
 
