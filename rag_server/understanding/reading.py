@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from rag_server.domain import Reason
 from rag_server.text.match import Tok, expand, find_any, tokenize, word_accents, words
+from rag_server.text.normalize import canonical
 from rag_server.text.words import read_words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
 from rag_server.understanding.frame import (
@@ -244,12 +245,12 @@ def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
     implicit = frame.turn_type == TurnType.OUT_OF_SCOPE and not frame.drug_ids
     # "đang uống propranolol thì (thuốc này) có còn tác dụng": the unknown name is a medicine the patient
     # takes, the drug asked about is the conversation's
-    taking = {m.casefold() for m in frame.patient.current_medications}
+    taking = {canonical(m) for m in frame.patient.current_medications}
     with_unknown_medicine = (
         reading.reason == Reason.DRUG_NOT_FOUND
         and not frame.drug_ids
         and bool(taking)
-        and all(n.casefold() in taking for n in reading.detail.split(", "))
+        and all(canonical(n) in taking for n in reading.detail.split(", "))
     )
     if (
         needs_drug
