@@ -56,23 +56,30 @@ def current_questions() -> tuple[str, ...]:
 
 
 _LABELS: dict[tuple[int, int], tuple[str, str]] = {}
+DECISION_ENUMS = (("rag.v1.DecisionKind", "DECISION_KIND_"), ("rag.v1.DecisionReason", "DECISION_REASON_"))
 
 
 def decision_labels(kind: int, reason: int) -> tuple[str, str]:
-    """("ABSTAIN", "OUT_OF_SCOPE"): the enum names without their prefix (an unknown value: its number)."""
+    """("ABSTAIN", "OUT_OF_SCOPE"): the enum names without their prefix (an unknown value: its number).
+    The names come from the contract's enums in protobuf's descriptor pool (registered by the servicers'
+    generated code), not from an import of that code: observability stays below the api."""
     labels = _LABELS.get((kind, reason))
     if labels is None:
-        from rag_server.gen.rag.v1 import common_pb2
+        from google.protobuf import descriptor_pool
 
-        def name(enum: Any, value: int, prefix: str) -> str:
+        pool = descriptor_pool.Default()
+        loaded = True
+
+        def name(enum_name: str, prefix: str, value: int) -> str:
+            nonlocal loaded
             try:
-                return str(enum.Name(value)).removeprefix(prefix)
-            except ValueError:
-                return str(value)
+                found = pool.FindEnumTypeByName(enum_name).values_by_number.get(value)
+            except KeyError:  # the contract is not loaded in this process (yet): not cached
+                loaded, found = False, None
+            return found.name.removeprefix(prefix) if found is not None else str(value)
 
-        labels = (
-            name(common_pb2.DecisionKind, kind, "DECISION_KIND_"),
-            name(common_pb2.DecisionReason, reason, "DECISION_REASON_"),
-        )
-        _LABELS[(kind, reason)] = labels
+        (kind_enum, kind_prefix), (reason_enum, reason_prefix) = DECISION_ENUMS
+        labels = (name(kind_enum, kind_prefix, kind), name(reason_enum, reason_prefix, reason))
+        if loaded:
+            _LABELS[(kind, reason)] = labels
     return labels

@@ -2,8 +2,8 @@ r"""Logs of `rag-server serve`: text (default) or one JSON object per line (RAG_
 question text kept out of every line unless RAG_LOG_QUESTIONS=true.
 
 A JSON line: {"time", "level", "logger", "message", "correlation_id"} (the call's x-correlation-id, "" outside
-a call), "caller" (the authenticated key's name, when the security gates set one), "exception" (a
-traceback, when there is one).
+a call), "caller" (the authenticated key's name, when the auth gate admitted one: call_context.py),
+"exception" (a traceback, when there is one).
 
 Question text: no log call of the service writes a question on purpose, but an exception message can
 echo one (a provider's error quoting the request, a database error quoting a value). The servicers note
@@ -22,18 +22,16 @@ traceback in "exception") and what native code writes to fd 2 (grpc's C core; na
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import logging
 import re
 import sys
 import threading
 import unicodedata
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from rag_server.call_context import caller_name, current_correlation_id
 from rag_server.config import Settings
 from rag_server.observability.hooks import current_questions
 
@@ -125,59 +123,8 @@ class QuestionRedactor(logging.Filter):
         return True
 
 
-# Where the security gates keep the authenticated caller (read only when importable; never created here).
-_CALLER_MODULES = ("rag_server.security.context", "rag_server.security.auth", "rag_server.security.keys",
-                   "rag_server.security")
-_CALLER_NAMES = ("current_caller", "caller_var", "current_caller_var", "current_key")
-_caller_source: list[Callable[[], Any] | None] = []
-
-
-def _find_caller_source() -> Callable[[], Any] | None:
-    for module_name in _CALLER_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            continue
-        for name in _CALLER_NAMES:
-            found = getattr(module, name, None)
-            if found is None:
-                continue
-            get = getattr(found, "get", None)
-            if callable(get) and hasattr(found, "set"):  # a ContextVar
-                return functools.partial(get, None)
-            if callable(found):
-                return found  # type: ignore[no-any-return]
-    return None
-
-
-def current_caller() -> str:
-    """The authenticated key's name of the current call, "" when none (or no security module)."""
-    if not _caller_source:
-        _caller_source.append(_find_caller_source())
-    source = _caller_source[0]
-    if source is None:
-        return ""
-    try:
-        value = source()
-    except Exception:
-        return ""
-    if value is None or isinstance(value, str):
-        return value or ""
-    for attribute in ("name", "key_name", "key_id"):
-        named = getattr(value, attribute, None)
-        if isinstance(named, str) and named:
-            return named
-    return ""
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per line."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        from rag_server.api.calls import current_correlation_id
-
-        self._correlation_id = current_correlation_id
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -185,9 +132,9 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
-            "correlation_id": self._correlation_id(),
+            "correlation_id": current_correlation_id(),
         }
-        caller = current_caller()
+        caller = caller_name()
         if caller:
             out["caller"] = caller
         if record.exc_info and not record.exc_text:

@@ -13,8 +13,8 @@ from typing import Any
 
 import grpc
 
-from rag_server.api.errors import resource_exhausted
-from rag_server.security.auth import caller_name
+from rag_server.call_context import caller_name
+from rag_server.request_errors import resource_exhausted
 
 RATE_LIMITED = "RATE_LIMITED"
 STREAM_CAP_REACHED = "STREAM_CAP_REACHED"
