@@ -4,9 +4,10 @@ The import graph is read from the source (ast), every import counted: module lev
 (lazy imports) and under `if TYPE_CHECKING:` alike, since each is a dependency someone has to keep working.
 Nodes are modules; a module belongs to a component: `rag_server.<first part>` (a subpackage such as
 `rag_server.api`, or a module of the top level such as `rag_server.app`), `ingest`, the Python client
-`formulary_rag_client`. `ALLOWED` states, for every component, the components it may import; the test fails
-on any import it does not allow, on a component it does not know (a new package states its rules here) and
-on any circle between modules. The rules themselves form layers: `ALLOWED` has no circle either.
+`formulary_rag_client`, the test-only renderers `formulary_fixtures`. `ALLOWED` states, for every
+component, the components it may import; the test fails on any import it does not allow, on a component it
+does not know (a new package states its rules here) and on any circle between modules. The rules
+themselves form layers: `ALLOWED` has no circle either.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ PACKAGES = {
     "rag_server": ROOT / "rag_server",
     "ingest": ROOT / "ingest",
     "formulary_rag_client": ROOT / "clients" / "python" / "formulary_rag_client",
+    "formulary_fixtures": ROOT / "formulary_fixtures",
 }
 GENERATED = ("rag_server.gen", "formulary_rag_client.gen")  # protoc output: one node each, not read
 
@@ -81,6 +83,8 @@ ALLOWED: dict[str, set[str]] = {
                               "rag_server.persistence", "rag_server.security", "rag_server.store", "ingest"},
     "formulary_rag_client": {"formulary_rag_client.gen"},  # stands alone: nothing of the server
     "formulary_rag_client.gen": set(),
+    # test-only PDF renderers (not in the wheel): nothing shipped imports them
+    "formulary_fixtures": BASE | CORE | {"ingest"},
 }
 
 # The generated rag.v1 code is imported only where the contract is spoken: the servicers (api), the
