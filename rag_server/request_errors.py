@@ -127,11 +127,3 @@ def resource_exhausted(
     return RequestError(
         grpc.StatusCode.RESOURCE_EXHAUSTED, message, reason=reason, info=info, retry_delay_s=retry_delay_s
     )
-
-
-def unimplemented(capability: str) -> RequestError:
-    return RequestError(grpc.StatusCode.UNIMPLEMENTED, f"not built yet: {capability}")
-
-
-async def abort_with(context: grpc.aio.ServicerContext, error: RequestError) -> None:
-    await context.abort_with_status(error.to_status())

@@ -10,8 +10,7 @@ echo one (a provider's error quoting the request, a database error quoting a val
 each call's question text (`hooks.note_question`); `QuestionRedactor`, a filter on the handler, replaces
 every run of three or more of its words (compared without case and diacritics, so a cut or a reworded copy
 is found too) in the message and the traceback of every record of that call (its worker threads and
-background tasks included) with `[question redacted]`. `redact_question(text)` is the helper
-for a log call that wants to mention a question: the text when allowed, else its length only.
+background tasks included) with `[question redacted]`.
 
 In JSON mode every line the server writes is JSON: log records, the "rag-server listening on HOST:PORT"
 line on stdout and a refusal to start (`say`: the same fields, the message unchanged, so a tool matching
@@ -40,13 +39,7 @@ REDACTED = "[question redacted]"
 MIN_SCRUB_CHARS = 4  # a one-word question shorter than this ("ok") is not searched for
 SHARED_WORDS = 3  # words in a row a log line must share with the question to be redacted
 
-_allow_questions = False
 _json_lines = False  # RAG_LOG_FORMAT=json, set by configure_logging: `say` writes JSON too
-
-
-def redact_question(text: str) -> str:
-    """`text` when RAG_LOG_QUESTIONS=true, else a placeholder with its length."""
-    return text if _allow_questions else f"[question redacted: {len(text)} chars]"
 
 
 _WORD = re.compile(r"\w+")
@@ -148,8 +141,6 @@ class JsonFormatter(logging.Formatter):
 
 def make_handler(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler (stderr by default) with the configured format and the question filter."""
-    global _allow_questions
-    _allow_questions = settings.log_questions
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else logging.Formatter(TEXT_FORMAT))
     handler.addFilter(QuestionRedactor(allow=settings.log_questions))

@@ -54,7 +54,6 @@ class Tracing:
                 f"RAG_OTEL=true needs the 'otel' extra ({exc}); "
                 "install it with: pip install 'formulary-rag[otel]'"
             ) from None
-        self.exporter_name = settings.otel_exporter
         self.provider: TracerProvider = TracerProvider(
             resource=Resource.create({"service.name": settings.otel_service_name})
         )
