@@ -131,7 +131,10 @@ def _generated(name: str) -> bool:
 
 
 def imported_names(source: str, module: str, is_package: bool) -> list[str]:
-    """Every name `source` imports (absolute), anywhere in the file: `from a import b` gives a and a.b."""
+    """Every name `source` imports (absolute), anywhere in the file: `from a import b` gives a.b, which is
+    the module a.b when there is one, else (a name defined in a) the module a. The packages above an
+    imported module are not counted (as grimp counts them): `from pkg import sub` is an import of pkg.sub,
+    not of pkg's __init__."""
     out: list[str] = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -143,8 +146,7 @@ def imported_names(source: str, module: str, is_package: bool) -> list[str]:
                 target = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 target = node.module or ""
-            out.append(target)
-            out += [f"{target}.{alias.name}" for alias in node.names if alias.name != "*"]
+            out += [f"{target}.{alias.name}" if alias.name != "*" else target for alias in node.names]
     return out
 
 
@@ -257,8 +259,11 @@ def test_the_walker_sees_lazy_type_checking_and_relative_imports() -> None:
         "def f():\n    import ingest.pipeline\n    from . import sibling\n    from .. import uncle\n"
     )
     names = imported_names(source, "rag_server.observability.logs", is_package=False)
-    assert {"rag_server.app", "ingest.pipeline", "rag_server.observability.sibling",
+    assert {"rag_server.app.App", "ingest.pipeline", "rag_server.observability.sibling",
             "rag_server.uncle"} <= set(names)
+    modules = _modules()
+    assert _resolve("rag_server.app.App", modules) == "rag_server.app"  # a name: its module
+    assert _resolve("rag_server.retrieval.indication", modules) == "rag_server.retrieval.indication"
 
 
 def test_the_cycle_finder_finds_circles() -> None:
