@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the test-only fixtures (formulary_fixtures/) live at the root
+    sys.path.insert(0, str(REPO))
 ANSWERS = REPO / "eval" / "answers"
 DEFAULT_SETS = (
     ANSWERS / "safety_dev.jsonl",
@@ -92,7 +94,7 @@ async def run(
 ) -> int:
     from rich.console import Console
 
-    from ingest.fixtures.real_corpus import read_corpus, render_corpus
+    from formulary_fixtures.real_corpus import read_corpus, render_corpus
     from rag_server.evaluation.claims import is_item_file, load_items, run_items, score
     from rag_server.evaluation.dataset import load_questions
     from rag_server.evaluation.metrics import summarize

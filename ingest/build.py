@@ -30,7 +30,8 @@ from ingest.diagnose import GateDiagnosis, diagnose
 from ingest.errors import IngestInputError, InputErrorKind
 from ingest.gates import Gate, compute_gates
 from ingest.gc_pause import gc_paused
-from ingest.page_pool import PagePool, PdfFile, resolve_workers
+from ingest.page_pool import PagePool, resolve_workers
+from ingest.page_task import PdfFile
 from ingest.parse import PageError, parse_document
 from ingest.running import DEFAULT_MARKS
 from ingest.segment import SegmentNotes, segment

@@ -22,41 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
-from rag_server.api import reflection
-from rag_server.api.answer import AnswerServicer
-from rag_server.api.calls import Lifecycle, Plumbing, Registrar
+from rag_server.api.calls import Plumbing, Registrar
 from rag_server.api.health import HealthServicer
-from rag_server.api.ingestion import IngestionServicer
-from rag_server.api.retrieval import RetrievalServicer
-from rag_server.api.understanding import UnderstandingServicer
+from rag_server.api.services import SERVICE_NAMES, add_services
 from rag_server.app import App
 from rag_server.config import Settings
-from rag_server.gen.rag.v1 import (
-    answer_pb2,
-    answer_pb2_grpc,
-    ingestion_pb2,
-    ingestion_pb2_grpc,
-    retrieval_pb2,
-    retrieval_pb2_grpc,
-    understanding_pb2,
-    understanding_pb2_grpc,
-)
+from rag_server.lifecycle import Lifecycle
 from rag_server.listen import cannot_listen, check_can_listen
 from rag_server.observability import Observability
 from rag_server.observability.logs import say
 from rag_server.security import setup as security
 
 log = logging.getLogger("rag_server.server")
-
-SERVICE_NAMES = (
-    understanding_pb2.DESCRIPTOR.services_by_name["UnderstandingService"].full_name,
-    retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
-    answer_pb2.DESCRIPTOR.services_by_name["AnswerService"].full_name,
-    ingestion_pb2.DESCRIPTOR.services_by_name["IngestionService"].full_name,
-)
-
 
 QUIET_S = 0.2  # no call for this long before the server stops (queued calls are refused, not cut)
 
@@ -117,9 +96,7 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     try:
         observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics (ListenError)
         app = app or App(settings)
-        await observability.before_start(app)  # times the embedder and store the app builds on
-        await app.start()
-        observability.after_start(app)  # the reranker's provider and the Ask parts
+        await app.start(observability)  # the app composes its parts and hands each to it to time
     except BaseException:
         observability.close()
         await server.stop(None)
@@ -128,18 +105,7 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
     plumbing.gates.extend(security.gates_for(settings))  # API keys, rate limit, Ask stream cap
     plumbing.observers.extend(observability.observers(lifecycle))  # RPC metrics, span attributes
     registrar: Any = Registrar(server, plumbing)  # every handler wrapped once (api/calls.py)
-    understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), registrar)
-    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), registrar)
-    answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), registrar)
-    ingestion = IngestionServicer(app, progress=observability.ingest_progress)
-    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(ingestion, registrar)
-
-    health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
-    reflection.enable(
-        (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-        registrar,
-    )
+    health, ingestion = add_services(registrar, app, progress=observability.ingest_progress)
     sweeper = ingestion.uploads.start()  # old uploads removed now, then periodically
     await server.start()
     serving = health_pb2.HealthCheckResponse.SERVING

@@ -202,8 +202,8 @@ def build_from_chunks(chunks: list[Chunk], gates: list[Any] | None = None) -> An
 
 
 def write_tiny_pdf(path: Path, drugs: tuple[str, ...] = ("ZELVORIN", "QUOFENOL"), note: str = "") -> Path:
-    """A tiny FICTIONAL formulary PDF (rendered with ingest.fixtures.render) the real parser accepts."""
-    from ingest.fixtures.render import Heading, NewPage, Para, Tag, Title, inline, render_book
+    """A tiny FICTIONAL formulary PDF (rendered with formulary_fixtures.render) the real parser accepts."""
+    from formulary_fixtures.render import Heading, NewPage, Para, Tag, Title, inline, render_book
 
     blocks: list[Any] = [NewPage()]
     for name in drugs:

@@ -12,14 +12,13 @@ import grpc
 from rag_server.answer.memory import ConversationNotOwned
 from rag_server.answer.pipeline import AskPipeline
 from rag_server.api import answer_convert, audit_hook, traces
-from rag_server.api.calls import current_correlation_id
-from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
 from rag_server.api.work import schedule
 from rag_server.app import App
+from rag_server.call_context import current_correlation_id, current_otel_trace_id
 from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question
-from rag_server.observability.tracing import current_otel_trace_id
+from rag_server.request_errors import conversation_not_owned
 from rag_server.security.auth import conversation_owner
 
 log = logging.getLogger("rag_server.api.answer")

@@ -27,7 +27,6 @@ from google.protobuf import timestamp_pb2
 
 from ingest.errors import IngestInputError, InputErrorKind
 from rag_server.api import limits as L
-from rag_server.api.errors import RequestError, failed_precondition, invalid_argument, not_found
 from rag_server.api.uploads import UploadsFolder
 from rag_server.api.validation import Violations
 from rag_server.app import App
@@ -35,6 +34,7 @@ from rag_server.config import Settings
 from rag_server.domain import Manifest
 from rag_server.gen.rag.v1 import common_pb2, ingestion_pb2, ingestion_pb2_grpc
 from rag_server.providers.base import Embedder, ProviderError
+from rag_server.request_errors import RequestError, failed_precondition, invalid_argument, not_found
 from rag_server.store.base import Store
 
 log = logging.getLogger("rag_server.api.ingestion")

@@ -19,17 +19,17 @@ import grpc
 
 from rag_server.api import audit_hook, convert, traces
 from rag_server.api import limits as L
-from rag_server.api.calls import current_correlation_id
-from rag_server.api.errors import failed_precondition, invalid_argument
 from rag_server.api.replies import ReplyCache
 from rag_server.api.validation import Violations
 from rag_server.api.work import run
 from rag_server.app import App
+from rag_server.call_context import current_correlation_id
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question, patient_texts
 from rag_server.persistence.traces import RetrievalTrace
+from rag_server.request_errors import failed_precondition, invalid_argument
 from rag_server.retrieval import requests
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.routes import retrieve

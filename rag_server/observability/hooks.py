@@ -59,7 +59,9 @@ _LABELS: dict[tuple[int, int], tuple[str, str]] = {}
 
 
 def decision_labels(kind: int, reason: int) -> tuple[str, str]:
-    """("ABSTAIN", "OUT_OF_SCOPE"): the enum names without their prefix (an unknown value: its number)."""
+    """("ABSTAIN", "OUT_OF_SCOPE"): the enum names without their prefix (an unknown value: its number).
+    The names come from the contract's enums in protobuf's descriptor pool (registered by the servicers'
+    generated code), not from an import of that code: observability stays below the api."""
     labels = _LABELS.get((kind, reason))
     if labels is None:
         from rag_server.domain import DecisionKind, Reason  # the domain enums mirror rag.v1's, name for name

@@ -2,16 +2,15 @@ r"""Logs of `rag-server serve`: text (default) or one JSON object per line (RAG_
 question text kept out of every line unless RAG_LOG_QUESTIONS=true.
 
 A JSON line: {"time", "level", "logger", "message", "correlation_id"} (the call's x-correlation-id, "" outside
-a call), "caller" (the authenticated key's name, when the security gates set one), "exception" (a
-traceback, when there is one).
+a call), "caller" (the authenticated key's name, when the auth gate admitted one: call_context.py),
+"exception" (a traceback, when there is one).
 
 Question text: no log call of the service writes a question on purpose, but an exception message can
 echo one (a provider's error quoting the request, a database error quoting a value). The servicers note
 each call's question text (`hooks.note_question`); `QuestionRedactor`, a filter on the handler, replaces
 every run of three or more of its words (compared without case and diacritics, so a cut or a reworded copy
 is found too) in the message and the traceback of every record of that call (its worker threads and
-background tasks included) with `[question redacted]`. `redact_question(text)` is the helper
-for a log call that wants to mention a question: the text when allowed, else its length only.
+background tasks included) with `[question redacted]`.
 
 In JSON mode every line the server writes is JSON: log records, the "rag-server listening on HOST:PORT"
 line on stdout and a refusal to start (`say`: the same fields, the message unchanged, so a tool matching
@@ -22,16 +21,14 @@ traceback in "exception") and what native code writes to fd 2 (grpc's C core; na
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import logging
 import sys
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from rag_server.call_context import caller_name, current_correlation_id
 from rag_server.config import Settings
 from rag_server.observability.hooks import current_questions
 from rag_server.text.match import folded_words, tokenize
@@ -42,13 +39,9 @@ REDACTED = "[question redacted]"
 MIN_SCRUB_CHARS = 4  # a one-word question shorter than this ("ok") is not searched for
 SHARED_WORDS = 3  # words in a row a log line must share with the question to be redacted
 
-_allow_questions = False
 _json_lines = False  # RAG_LOG_FORMAT=json, set by configure_logging: `say` writes JSON too
 
 
-def redact_question(text: str) -> str:
-    """`text` when RAG_LOG_QUESTIONS=true, else a placeholder with its length."""
-    return text if _allow_questions else f"[question redacted: {len(text)} chars]"
 
 
 def _scrub(message: str, texts: tuple[str, ...]) -> str:
@@ -116,59 +109,8 @@ class QuestionRedactor(logging.Filter):
         return True
 
 
-# Where the security gates keep the authenticated caller (read only when importable; never created here).
-_CALLER_MODULES = ("rag_server.security.context", "rag_server.security.auth", "rag_server.security.keys",
-                   "rag_server.security")
-_CALLER_NAMES = ("current_caller", "caller_var", "current_caller_var", "current_key")
-_caller_source: list[Callable[[], Any] | None] = []
-
-
-def _find_caller_source() -> Callable[[], Any] | None:
-    for module_name in _CALLER_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            continue
-        for name in _CALLER_NAMES:
-            found = getattr(module, name, None)
-            if found is None:
-                continue
-            get = getattr(found, "get", None)
-            if callable(get) and hasattr(found, "set"):  # a ContextVar
-                return functools.partial(get, None)
-            if callable(found):
-                return found  # type: ignore[no-any-return]
-    return None
-
-
-def current_caller() -> str:
-    """The authenticated key's name of the current call, "" when none (or no security module)."""
-    if not _caller_source:
-        _caller_source.append(_find_caller_source())
-    source = _caller_source[0]
-    if source is None:
-        return ""
-    try:
-        value = source()
-    except Exception:
-        return ""
-    if value is None or isinstance(value, str):
-        return value or ""
-    for attribute in ("name", "key_name", "key_id"):
-        named = getattr(value, attribute, None)
-        if isinstance(named, str) and named:
-            return named
-    return ""
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per line."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        from rag_server.api.calls import current_correlation_id
-
-        self._correlation_id = current_correlation_id
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -176,9 +118,9 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
-            "correlation_id": self._correlation_id(),
+            "correlation_id": current_correlation_id(),
         }
-        caller = current_caller()
+        caller = caller_name()
         if caller:
             out["caller"] = caller
         if record.exc_info and not record.exc_text:
@@ -192,8 +134,6 @@ class JsonFormatter(logging.Formatter):
 
 def make_handler(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler (stderr by default) with the configured format and the question filter."""
-    global _allow_questions
-    _allow_questions = settings.log_questions
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else logging.Formatter(TEXT_FORMAT))
     handler.addFilter(QuestionRedactor(allow=settings.log_questions))

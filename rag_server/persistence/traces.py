@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rag_server.call_context import current_otel_trace_id
 from rag_server.domain import DecisionKind, Reason
-from rag_server.observability.tracing import current_otel_trace_id
 
 if TYPE_CHECKING:
     import asyncpg

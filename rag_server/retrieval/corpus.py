@@ -13,12 +13,12 @@ pool with the real ones when it reached one of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag_server.domain import Chunk, Manifest
-from rag_server.providers.base import Embedder, EmbedKind, RerankDoc, Reranker
+from rag_server.providers.base import Embedder, EmbedKind, RerankDoc
 from rag_server.providers.rerank.breaker import BreakerState
 from rag_server.providers.rerank.guarded import Ranker, RerankOutcome
 from rag_server.retrieval.caches import Lru, QueryVectors
@@ -126,5 +126,3 @@ class _InlineReranker:
     def rerank_guarded(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> RerankOutcome:
         raise NeedsWorker("reranker")
 
-    def instrument(self, wrap: Callable[[Reranker], Reranker]) -> None:
-        self.inner.instrument(wrap)

@@ -261,18 +261,3 @@ def _age_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
     if facts.age_years is not None:
         bands.extend(b for b in rules.age_bands if b.contains(facts.age_years) and b not in bands)
     return [FactAnchors(b.name, b.anchors) for b in bands[:1]]
-
-
-def facts_summary(facts: PatientFacts) -> str:
-    parts: list[str] = []
-    if facts.pregnant:
-        parts.append("mang thai")
-    if facts.breastfeeding:
-        parts.append("cho con bú")
-    parts.extend(facts.conditions)
-    if facts.age_months is not None:
-        parts.append(f"{facts.age_months} tháng tuổi")
-    elif facts.age_years is not None:
-        parts.append(f"{facts.age_years} tuổi")
-    parts.extend(facts.allergies)
-    return "; ".join(parts)

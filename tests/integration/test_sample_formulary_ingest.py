@@ -11,15 +11,15 @@ from typing import Any
 import pymupdf
 import pytest
 
-from ingest.build import BuildResult, build_chunks
-from ingest.fixtures.sample_content import DRUGS, TableSpec
-from ingest.fixtures.sample_formulary import (
+from formulary_fixtures.sample_content import DRUGS, TableSpec
+from formulary_fixtures.sample_formulary import (
     FOLIO_OFFSET,
     FRONT_PAGES,
     build_sample,
     render_sample,
     running_at,
 )
+from ingest.build import BuildResult, build_chunks
 from ingest.segment import drug_id_for
 from rag_server.domain import Chunk, ChunkKind, PageBox, TextBox, boxes_for
 from rag_server.text import count_tokens

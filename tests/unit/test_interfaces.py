@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
-from rag_server.providers.base import RerankDoc, Reranker
 from rag_server.providers.rerank.breaker import BreakerState, CircuitBreaker
-from rag_server.providers.rerank.guarded import GuardedReranker, Ranker
 
 ROOT = Path(__file__).resolve().parents[2]
 # the implementations of the service's interfaces (providers, stores, answer parts)
@@ -45,40 +42,6 @@ def test_no_concrete_class_checks_outside_the_factories() -> None:
         for hit in _concrete_checks(path)
     ]
     assert offenders == [], "ask the protocol (an attribute or method), not the class"
-
-
-class _Provider:
-    name = "fake"
-    uses_dense_scores = False
-    local = True
-
-    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
-        return [(i, 1.0 - i / 10) for i in range(min(len(docs), top_k))]
-
-
-class _Timed:
-    def __init__(self, inner: Reranker) -> None:
-        self.inner = inner
-        self.name, self.uses_dense_scores, self.local = inner.name, inner.uses_dense_scores, inner.local
-        self.calls = 0
-
-    def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
-        self.calls += 1
-        return self.inner.rerank(query, docs, top_k)
-
-
-def test_a_ranker_is_instrumented_through_its_protocol() -> None:
-    ranker: Ranker = GuardedReranker(_Provider(), 1.0, CircuitBreaker(3, 10.0))
-    timed: list[_Timed] = []
-
-    def wrap(inner: Reranker) -> Reranker:
-        timed.append(_Timed(inner))
-        return timed[-1]
-
-    ranker.instrument(wrap)
-    outcome = ranker.rerank_guarded("q", [RerankDoc("a"), RerankDoc("b")], 2)
-    assert outcome.applied and [i for i, _ in outcome.order] == [0, 1] and timed[0].calls == 1
-    assert outcome.state is BreakerState.CLOSED and ranker.state is BreakerState.CLOSED
 
 
 def test_ingest_input_errors_are_of_a_kind() -> None:

@@ -16,8 +16,8 @@ import pytest
 from prometheus_client import generate_latest
 from pydantic import ValidationError
 
-from rag_server.api.calls import correlation_id_var
 from rag_server.api.traces import retrieve_trace
+from rag_server.call_context import Caller, correlation_id_var, current_caller, current_otel_trace_id
 from rag_server.config import Settings
 from rag_server.extras import Extra, MissingExtra, needed
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
@@ -26,7 +26,6 @@ from rag_server.observability.hooks import decision_labels, note_decision, note_
 from rag_server.observability.instrument import InstrumentedEmbedder, InstrumentedStore
 from rag_server.observability.logs import REDACTED, JsonFormatter, QuestionRedactor, _scrub, make_handler
 from rag_server.observability.metrics import IngestProgress, Metrics, split_method
-from rag_server.observability.tracing import current_otel_trace_id
 
 RETRIEVE = "/rag.v1.RetrievalService/Retrieve"
 
@@ -59,11 +58,6 @@ def test_json_lines_carry_the_correlation_id_and_the_caller() -> None:
     assert record["logger"] == "rag_server.test" and record["correlation_id"] == "ward-7.req-1"
     assert record["time"].endswith("+00:00") and "caller" not in record
     assert json.loads(JsonFormatter().format(_record("outside")))["correlation_id"] == ""
-    try:
-        from rag_server.security.auth import Caller, current_caller
-    except ImportError:
-        pytest.skip("rag_server.security.auth is not there: no caller to read")
-
     def with_caller() -> str:
         current_caller.set(Caller("ward-7", ("query",)))
         return JsonFormatter().format(_record("who"))

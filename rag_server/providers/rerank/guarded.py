@@ -62,10 +62,6 @@ class Ranker(Protocol):
 
     def rerank_guarded(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> RerankOutcome: ...
 
-    def instrument(self, wrap: Callable[[Reranker], Reranker]) -> None:
-        """Call `wrap(provider)` instead of the provider from now on (metrics time it); the guard's timeout
-        and breaker stay outside the wrapper."""
-
 
 class RerankTimeout(TimeoutError):
     pass
@@ -96,9 +92,6 @@ class GuardedReranker:
     @property
     def state(self) -> BreakerState:
         return self.breaker.state
-
-    def instrument(self, wrap: Callable[[Reranker], Reranker]) -> None:
-        self.inner = wrap(self.inner)
 
     def rerank(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> list[tuple[int, float]]:
         """The Reranker protocol: fallback positions get score 0.0 (use `rerank_guarded` to tell)."""
