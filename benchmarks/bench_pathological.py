@@ -137,12 +137,13 @@ def in_process(repeat: int) -> None:
                             repeat)
             a50, amax = cpu_ms(lambda q=q: ask(q), max(3, repeat // 3))  # type: ignore[misc]
             base = base or a50
-            if reading.reason is None:
+            if not reading.reason:
                 worst = max(worst, (amax, name))
             turn = reading.frame.turn_type.value
             print(f"{name:<42} {len(q):>6} {turn:<18} {r50:>7.1f} {t50:>9.1f} {a50:>8.1f} {amax:>8.1f} "
                   f"{a50 / base:>9.1f}")
-        print(f"worst accepted question: {worst[1]!r}, Ask {worst[0]:.1f} ms CPU (max over its runs)")
+        print(f"worst accepted question: {worst[1]!r}, Ask {worst[0]:.1f} ms CPU (max over its runs); "
+              f"worst of all inputs above: see the Ask max column")
         store.close()
 
 
