@@ -83,16 +83,18 @@ class OfflineGenerator:
         return Draft(tuple(claims), evidence_sufficient=bool(claims))
 
     def _most_relevant(self, request: GenerationRequest, blocks: list[EvidenceBlock]) -> list[DraftClaim]:
-        forms = request.asked_forms()
-        scored: list[tuple[int, int, int, Segment, EvidenceBlock]] = []
+        forms, known = request.asked_forms(), request.known_forms()
+        scored: list[tuple[int, int, int, int, Segment, EvidenceBlock]] = []
         for order, block in enumerate(blocks):
             for position, seg in enumerate(shown_segments(block)):
                 count = carrying(seg, block, forms)
                 if count:
-                    scored.append((count, order, position, seg, block))
-        best = sorted(scored, key=lambda t: (-t[0], t[1], t[2]))[: request.max_claims]
-        best.sort(key=lambda t: (t[1], t[2]))  # shown in evidence order
-        return [DraftClaim(seg.text, (block.number,)) for _, _, _, seg, block in best]
+                    scored.append((carrying(seg, block, known), count, order, position, seg, block))
+        if any(t[0] for t in scored):  # a sentence about what is medically asked: only such sentences
+            scored = [t for t in scored if t[0]]
+        best = sorted(scored, key=lambda t: (-t[0], -t[1], t[2], t[3]))[: request.max_claims]
+        best.sort(key=lambda t: (t[2], t[3]))  # shown in evidence order
+        return [DraftClaim(seg.text, (block.number,)) for _, _, _, _, seg, block in best]
 
 
 def _whole(block: EvidenceBlock) -> list[DraftClaim]:
@@ -120,9 +122,17 @@ def relevant(draft: Draft, request: GenerationRequest) -> Draft:
     for claim in draft.claims:
         cited = [by_number[n] for n in claim.sources if n in by_number]
         forms = _forms_for(request, cited)
-        if not forms or carries(claim.text, forms):
+        if not forms or _holds(claim.text, forms, request.plan):
             kept.append(claim)
     return Draft(tuple(kept), draft.evidence_sufficient and bool(kept))
+
+
+def _holds(text: str, forms: Sequence[str], plan: Plan) -> bool:
+    """Whether a claim carries one of `forms`: the words a patient fact matched are found the way
+    AssessPatient's matcher found them (syllables on word boundaries); asked terms as segmented words."""
+    if plan is Plan.PATIENT_FACETS:
+        return bool(find_any(tokenize(text), phrases(phrase(f) for f in forms)))
+    return carries(text, forms)
 
 
 def _forms_for(request: GenerationRequest, cited: Sequence[EvidenceBlock]) -> tuple[str, ...]:
