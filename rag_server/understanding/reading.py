@@ -66,12 +66,14 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     masked = _masked(toks, mentions)
     spoken = word_accents(expand(masked, rules.abbreviations))  # chat abbreviations read as words
     age = patient.facts.age_in_years
+    # a drug named by its first letters only is no drug to the situation ("my baby" is no brand "Baby…")
+    named = [m for m in mentions if m.stage != MatchStage.PREFIX]
     situation = recognise(
-        spoken,
+        word_accents(expand(_masked(toks, named), rules.abbreviations)),
         query,
         language.situations,
         age is not None and age < CHILD_YEARS,
-        {m_start for m_start, _ in _char_spans(toks, mentions)},
+        {m_start for m_start, _ in _char_spans(toks, named)},
     )
     if looks_non_human(toks, rules):
         return Reading(
