@@ -97,9 +97,12 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
     terms = _terms(query, toks, mentions, cue, language)
     drug_at = min((m.start for m in mentions), default=None)
+    roles = language.vocabulary.roles
     effect = effect_of(toks, terms, language, drug_at) if terms else None
     if cue is not None and cue.weak and (effect is not None or find_any(toks, rules.any_effect_cue)):
         cue = None  # "zentorin có làm nóng người không" asks about an effect, not about storage
+    elif cue is not None and effect is not None and cue.section_key in roles.yields_to_effect:
+        cue = None  # "liều cao có gây co giật không" asks about the seizures
     base = QueryFrame(
         TurnType.FREE_FORM,
         query=query,
