@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
-import threading
 from pathlib import Path
 
 from rag_server.config import Settings
@@ -47,23 +45,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except (StoreError, StartupError, MissingExtra) as exc:
         say(f"rag-server: cannot start: {exc}", sys.stderr, logging.ERROR)
         return 2
-    _exit_if_work_is_stuck()
     return 0
-
-
-def _exit_if_work_is_stuck() -> None:
-    """A worker thread still busy after the grace period (a provider call that never returns) must not
-    keep the process alive: leave at once, as the README promises."""
-    stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
-    if stuck:
-        logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
-        from rag_server.observability import native_stderr
-
-        native_stderr.restore()  # JSON mode: what native code wrote last is logged before leaving
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,8 +1,38 @@
-"""Lifecycle types every layer may raise or read: the start-up refusal (one line, exit 2)."""
+"""Lifecycle types every layer may raise or read: the start-up refusal (one line, exit 2); how a drained
+server process leaves."""
 
 from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+
+STUCK_AFTER_S = 0.5  # a worker thread still running this long after the drain is stuck
 
 
 class StartupError(RuntimeError):
     """The server must not start (e.g. the served corpus does not match the configured embedder, a port is
     in use, a TLS file cannot be read): the CLI prints it as one line."""
+
+
+def leave_now(code: int = 0) -> None:
+    """The server has drained: leave without grpc's shutdown (server.py: a call reaching it in its last
+    instant is refused as UNAVAILABLE by the closing sockets, never CANCELLED) and without waiting for a
+    worker thread still busy after the grace period (a provider call that never returns), as the README
+    promises. What is buffered (logs, native stderr in JSON mode) is written first."""
+    ends = time.monotonic() + STUCK_AFTER_S
+    for thread in threading.enumerate():
+        if thread.name.startswith("rag-work"):  # idle pool threads end as soon as the pool is shut down
+            thread.join(max(0.0, ends - time.monotonic()))
+    stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
+    if stuck:
+        logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
+    from rag_server.observability import native_stderr
+
+    native_stderr.restore()  # JSON mode: what native code wrote last is logged before leaving
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

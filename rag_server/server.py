@@ -5,9 +5,14 @@ Graceful stop (SIGTERM/SIGINT, or RunningServer.stop):
 2. for a short acceptance window (min(1 s, grace / 4)) everything already on its way is still served, so
    calls the server accepted just before the signal are never cut;
 3. then new calls (health excepted) are refused with UNAVAILABLE while the accepted ones run to completion;
-4. when none is left in flight and no call arrived for 0.2 s, or the grace period (RAG_GRACE_PERIOD_S) is
-   over, the server stops; a call still running then is cancelled, and its work stops at its next stage.
-The process exits by the end of the grace period even when a worker thread is stuck (cli.py).
+   a refused call is never in flight, so clients that keep retrying cannot hold the drain open;
+4. when no accepted call is left in flight, or the grace period (RAG_GRACE_PERIOD_S) is over, the server
+   stops; a call still running then is cancelled, and its work stops at its next stage.
+`rag-server serve` then leaves without grpc's own shutdown once every accepted call has finished: that
+shutdown answers CANCELLED to a call that reaches it in its last instant (queued in the core, or matched
+while grpc.aio's serving loop ends), whereas the sockets closing with the process refuse it as
+UNAVAILABLE, which a client retries. The process exits by the end of the grace period even when a worker
+thread is stuck (cli.py).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from rag_server.gen.rag.v1 import (
     understanding_pb2,
     understanding_pb2_grpc,
 )
+from rag_server.lifecycle import leave_now
 from rag_server.listen import cannot_listen, check_can_listen
 from rag_server.observability import Observability
 from rag_server.observability.logs import say
@@ -58,9 +64,6 @@ SERVICE_NAMES = (
 )
 
 
-QUIET_S = 0.2  # no call for this long before the server stops (queued calls are refused, not cut)
-
-
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
@@ -71,8 +74,10 @@ class RunningServer:
     observability: Observability | None = None  # metrics endpoint and tracing of this server
     sweeper: asyncio.Task[None] | None = None  # removes old uploads (RAG_UPLOADS_MAX_AGE_S)
 
-    async def stop(self, grace: float | None = None) -> None:
-        """Health NOT_SERVING first, then let accepted calls finish within the grace period."""
+    async def stop(self, grace: float | None = None, *, leave: bool = False) -> bool:
+        """Health NOT_SERVING first, then let accepted calls finish within the grace period; True when they
+        all did. `leave`: the process exits next (cli.py), so once they all finished the grpc server is not
+        shut down (see the module doc); the app is closed either way."""
         grace = self.app.settings.grace_period_s if grace is None else grace
         loop = asyncio.get_running_loop()
         ends = loop.time() + grace
@@ -80,16 +85,17 @@ class RunningServer:
         await asyncio.sleep(min(self.app.settings.accept_window_s, grace / 4))
         self.lifecycle.drain()
         idle = await self.lifecycle.wait_idle(max(0.0, ends - loop.time()))
-        if idle:
-            await self.lifecycle.wait_quiet(QUIET_S, max(0.0, ends - loop.time()))
         if not idle:
             log.warning("grace period over, %d call(s) in flight: cancelling", self.lifecycle.in_flight)
-        await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)
+        if not (idle and leave):
+            await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)
+        log.info("drained: %d call(s) refused while draining", self.lifecycle.refused)
         if self.sweeper is not None:
             self.sweeper.cancel()
         if self.observability is not None:
             self.observability.close()
         await self.app.close()
+        return idle
 
 
 async def start_server(settings: Settings, app: App | None = None) -> RunningServer:
@@ -165,9 +171,12 @@ async def serve(settings: Settings) -> None:
     try:
         await stop.wait()
         log.info("shutting down: health NOT_SERVING, grace %.1fs", settings.grace_period_s)
-        await running.stop()
+        await running.stop(leave=True)
     finally:
         address_file.unlink(missing_ok=True)
+    # From inside the loop: asyncio.run's clean-up would cancel the calls grpc.aio has just started
+    # (answered CANCELLED); leaving now closes their sockets instead (UNAVAILABLE).
+    leave_now()
 
 
 def write_address_file(settings: Settings, port: int) -> Path:

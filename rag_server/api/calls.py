@@ -59,18 +59,20 @@ def current_correlation_id() -> str:
 
 
 class Lifecycle:
-    """Counts in-flight calls; `drain()` makes new calls (health excepted) fail with UNAVAILABLE."""
+    """Counts in-flight calls; `drain()` makes new calls (health excepted) fail with UNAVAILABLE.
+
+    A refused call never enters: it is not in flight, so clients retrying against a draining server
+    cannot hold the drain open."""
 
     def __init__(self) -> None:
         self.in_flight = 0
         self.draining = False
-        self.last_call = 0.0  # time.monotonic() of the last call seen (served or refused)
+        self.refused = 0  # calls refused with UNAVAILABLE since drain()
         self._idle = asyncio.Event()
         self._idle.set()
 
     def enter(self) -> None:
         self.in_flight += 1
-        self.last_call = time.monotonic()
         self._idle.clear()
 
     def leave(self) -> None:
@@ -81,13 +83,6 @@ class Lifecycle:
 
     def drain(self) -> None:
         self.draining = True
-
-    async def wait_quiet(self, quiet_s: float, timeout: float) -> None:
-        """Until no call has arrived for `quiet_s` (calls still queued get their UNAVAILABLE instead of
-        being cut by the server's stop), at most `timeout` seconds."""
-        ends = time.monotonic() + timeout
-        while (now := time.monotonic()) < ends and now - self.last_call < quiet_s:
-            await asyncio.sleep(min(quiet_s, ends - now))
 
     async def wait_idle(self, timeout: float) -> bool:
         """True when no call is in flight within `timeout` seconds."""
@@ -132,6 +127,7 @@ class Plumbing:
     lifecycle: Lifecycle
     gates: list[Gate] = field(default_factory=list)
     observers: list[Observer] = field(default_factory=list)
+    trailers: tuple[tuple[str, str], ...] = ()  # sent with every reply after the correlation id
 
 
 def _code_of(exc: BaseException) -> grpc.StatusCode:
@@ -181,6 +177,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
     interceptor chain."""
     lifecycle = plumbing.lifecycle
     open_method = method.startswith(OPEN_PREFIXES)
+    health_method = method.startswith(HEALTH_PREFIX)
     parse = request_parser(method, handler.request_deserializer)
 
     async def start(context: grpc.aio.ServicerContext[Any, Any], streaming: bool) -> list[Callable[[], None]]:
@@ -188,9 +185,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
         correlation_id_var.set(cid)
         if not kept:
             log.debug("correlation id regenerated for %s", method)
-        echo = ((CORRELATION_HEADER, cid),)
-        if lifecycle.draining and not method.startswith(HEALTH_PREFIX):
-            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, echo)
+        echo = ((CORRELATION_HEADER, cid), *plumbing.trailers)
         # In the trailers of every reply (they travel with the status: no extra write); a stream also has it
         # in its headers, before the first message.
         context.set_trailing_metadata(echo)
@@ -217,12 +212,31 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
         echo = ((CORRELATION_HEADER, correlation_id_var.get()),)
         await context.abort(status.code, status.details, (*status.trailing_metadata, *echo))
 
+    def observe(code: grpc.StatusCode, began: float) -> None:
+        if plumbing.observers:
+            seconds = time.perf_counter() - began
+            for observer in plumbing.observers:
+                observer.finished(method, code, seconds)
+
+    async def refuse(context: grpc.aio.ServicerContext[Any, Any], began: float) -> None:
+        """UNAVAILABLE while the server drains: never in flight, so it cannot hold the drain open."""
+        lifecycle.refused += 1
+        cid, _ = resolve_correlation_id(context.invocation_metadata())
+        correlation_id_var.set(cid)
+        try:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN,
+                                ((CORRELATION_HEADER, cid), *plumbing.trailers))
+        finally:
+            observe(grpc.StatusCode.UNAVAILABLE, began)
+
     @contextlib.asynccontextmanager
     async def call(
         context: grpc.aio.ServicerContext[Any, Any], streaming: bool = False
     ) -> AsyncIterator[None]:
-        lifecycle.enter()
         began = time.perf_counter()
+        if lifecycle.draining and not health_method:
+            await refuse(context, began)
+        lifecycle.enter()
         code = grpc.StatusCode.OK
         releases: list[Callable[[], None]] = []
         try:
@@ -238,10 +252,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
             for release in reversed(releases):
                 release()
             lifecycle.leave()
-            if plumbing.observers:
-                seconds = time.perf_counter() - began
-                for observer in plumbing.observers:
-                    observer.finished(method, code, seconds)
+            observe(code, began)
 
     def rebuilt(behaviour: Any, factory: Callable[..., grpc.RpcMethodHandler]) -> grpc.RpcMethodHandler:
         # Bytes in: the request is parsed inside the plumbing (`parse`), after the correlation id and gates.
