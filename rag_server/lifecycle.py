@@ -1,13 +1,19 @@
-"""Lifecycle types every layer may raise or read: the start-up refusal (one line, exit 2); how a drained
-server process leaves."""
+"""Lifecycle types every layer may raise or read: the start-up refusal (one line, exit 2); where a running
+server is recorded (server.json); how a drained server process leaves."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 import threading
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag_server.config import Settings
 
 STUCK_AFTER_S = 0.5  # a worker thread still running this long after the drain is stuck
 
@@ -36,3 +42,14 @@ def leave_now(code: int = 0) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def write_address_file(settings: Settings, port: int) -> Path:
+    """Record where this server listens, so `rag-server ingest` on the same (locked) data dir can hand
+    its work to the running server instead of failing."""
+    path = settings.address_file
+    tmp = path.with_name(f".{path.name}.tmp")
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "[::]") else settings.host
+    tmp.write_text(json.dumps({"target": f"{host}:{port}", "pid": os.getpid()}), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -18,10 +18,10 @@ thread is stuck (cli.py).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from rag_server.api.answer import AnswerServicer
 from rag_server.api.calls import Lifecycle, Plumbing, Registrar
 from rag_server.api.health import HealthServicer
 from rag_server.api.ingestion import IngestionServicer
+from rag_server.api.relay import RelayIngestionServicer
 from rag_server.api.retrieval import RetrievalServicer
 from rag_server.api.understanding import UnderstandingServicer
 from rag_server.app import App
@@ -48,11 +49,13 @@ from rag_server.gen.rag.v1 import (
     understanding_pb2,
     understanding_pb2_grpc,
 )
-from rag_server.lifecycle import leave_now
+from rag_server.lifecycle import leave_now, write_address_file
 from rag_server.listen import cannot_listen, check_can_listen
 from rag_server.observability import Observability
 from rag_server.observability.logs import say
 from rag_server.security import setup as security
+from rag_server.workers.relay_port import RelayPort, open_relay_port
+from rag_server.workers.role import Role
 
 log = logging.getLogger("rag_server.server")
 
@@ -73,6 +76,8 @@ class RunningServer:
     lifecycle: Lifecycle
     observability: Observability | None = None  # metrics endpoint and tracing of this server
     sweeper: asyncio.Task[None] | None = None  # removes old uploads (RAG_UPLOADS_MAX_AGE_S)
+    relay: RelayPort | None = None  # the owner worker's port for the other workers' ingestion calls
+    relayer: RelayIngestionServicer | None = None  # a follower worker's channel to that port
 
     async def stop(self, grace: float | None = None, *, leave: bool = False) -> bool:
         """Health NOT_SERVING first, then let accepted calls finish within the grace period; True when they
@@ -85,11 +90,18 @@ class RunningServer:
         await asyncio.sleep(min(self.app.settings.accept_window_s, grace / 4))
         self.lifecycle.drain()
         idle = await self.lifecycle.wait_idle(max(0.0, ends - loop.time()))
+        if idle and self.relay is not None:  # calls the other workers accepted and handed over
+            idle = await self.relay.lifecycle.wait_idle(max(0.0, ends - loop.time()))
         if not idle:
-            log.warning("grace period over, %d call(s) in flight: cancelling", self.lifecycle.in_flight)
+            in_flight = self.lifecycle.in_flight + (self.relay.lifecycle.in_flight if self.relay else 0)
+            log.warning("grace period over, %d call(s) in flight: cancelling", in_flight)
         if not (idle and leave):
             await self.server.stop(max(0.0, ends - loop.time()) if idle else 0)
+            if self.relay is not None:
+                await self.relay.server.stop(0)
         log.info("drained: %d call(s) refused while draining", self.lifecycle.refused)
+        if self.relayer is not None:
+            await self.relayer.close()
         if self.sweeper is not None:
             self.sweeper.cancel()
         if self.observability is not None:
@@ -98,11 +110,13 @@ class RunningServer:
         return idle
 
 
-async def start_server(settings: Settings, app: App | None = None) -> RunningServer:
+async def start_server(settings: Settings, app: App | None = None, role: Role | None = None) -> RunningServer:
     """Bind the ports first (a port in use stops the start with one line, before any store opens or the
-    sample is ingested: ListenError), then start the app and serve."""
+    sample is ingested: ListenError), then start the app and serve. `role`: a worker of `serve --workers`
+    (rag_server/workers): the port is shared with the other workers (SO_REUSEPORT; the parent probed and
+    reserved it), a follower reads the store another worker owns and relays ingestion to it."""
     tls = security.credentials(settings)  # RAG_TLS_*: read (or refused) before anything starts
-    observability = Observability(settings)  # RAG_METRICS_PORT, RAG_OTEL (MissingExtra without the extra)
+    observability = Observability(settings, role)  # RAG_METRICS_PORT, RAG_OTEL (MissingExtra: no extra)
     max_bytes = settings.max_message_mb * 1024 * 1024
     lifecycle = Lifecycle()
     server = grpc.aio.server(
@@ -110,10 +124,11 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
         options=[
             ("grpc.max_receive_message_length", max_bytes),
             ("grpc.max_send_message_length", max_bytes),
-            ("grpc.so_reuseport", 0),
+            ("grpc.so_reuseport", 1 if role is not None else 0),  # workers share the port, nobody else
         ],
     )
-    check_can_listen(settings.host, settings.port)  # names the cause ("address already in use")
+    if role is None:
+        check_can_listen(settings.host, settings.port)  # names the cause ("address already in use")
     try:
         port = security.bind(server, settings, tls)  # TLS / mutual TLS when RAG_TLS_CERT is set
     except RuntimeError:
@@ -122,7 +137,7 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
         raise cannot_listen(settings.host, settings.port, "the address cannot be bound")
     try:
         observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics (ListenError)
-        app = app or App(settings)
+        app = app or App(settings, role=role)
         await observability.before_start(app)  # times the embedder and store the app builds on
         await app.start()
         observability.after_start(app)  # the reranker's provider and the Ask parts
@@ -130,14 +145,25 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
         observability.close()
         await server.stop(None)
         raise
-    plumbing = Plumbing(lifecycle)  # gates (auth, limits) and observers (metrics) join it here
+    trailers = role.trailers if role is not None else ()
+    plumbing = Plumbing(lifecycle, trailers=trailers)  # gates (auth, limits), observers (metrics) join here
     plumbing.gates.extend(security.gates_for(settings))  # API keys, rate limit, Ask stream cap
     plumbing.observers.extend(observability.observers(lifecycle))  # RPC metrics, span attributes
     registrar: Any = Registrar(server, plumbing)  # every handler wrapped once (api/calls.py)
     understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), registrar)
     retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), registrar)
     answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), registrar)
-    ingestion = IngestionServicer(app, progress=observability.ingest_progress)
+    relay: RelayPort | None = None
+    relayer: RelayIngestionServicer | None = None
+    sweeper: asyncio.Task[None] | None = None
+    ingestion: IngestionServicer
+    if role is not None and not role.owner:  # Ingest and UploadDocument go to the owner worker
+        ingestion = relayer = RelayIngestionServicer(app, role.relay_target)
+    else:
+        ingestion = IngestionServicer(app, progress=observability.ingest_progress)
+        sweeper = ingestion.uploads.start()  # old uploads removed now, then periodically
+        if role is not None:
+            relay = await open_relay_port(role, ingestion, settings, observability)
     ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(ingestion, registrar)
 
     health = HealthServicer()
@@ -146,45 +172,59 @@ async def start_server(settings: Settings, app: App | None = None) -> RunningSer
         (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
         registrar,
     )
-    sweeper = ingestion.uploads.start()  # old uploads removed now, then periodically
     await server.start()
     serving = health_pb2.HealthCheckResponse.SERVING
     for name in SERVICE_NAMES:
         await health.set(name, serving)
     await health.set("", serving)
-    log.info("rag-server listening on %s:%d", settings.host, port)
-    log.info("%s", security.describe_access(settings, port))
-    security.warn_if_exposed(settings, port)  # beyond loopback with no API key: ingestion refused
+    if role is None:
+        log.info("rag-server listening on %s:%d", settings.host, port)
+    else:
+        log.info("worker %d of %d (%s, pid %d) serving on %s:%d", role.index, role.count, role.name,
+                 os.getpid(), settings.host, port)
+    if app.owns_ingestion:  # once per server, not per worker
+        log.info("%s", security.describe_access(settings, port))
+        security.warn_if_exposed(settings, port)  # beyond loopback with no API key: ingestion refused
     return RunningServer(server=server, health=health, app=app, port=port, lifecycle=lifecycle,
-                         observability=observability, sweeper=sweeper)
+                         observability=observability, sweeper=sweeper, relay=relay, relayer=relayer)
 
 
-async def serve(settings: Settings) -> None:
-    """Run until SIGTERM/SIGINT, then shut down gracefully."""
-    running = await start_server(settings)
+async def serve(settings: Settings, role: Role | None = None,
+                ready: Callable[[int], None] | None = None) -> None:
+    """Run until SIGTERM/SIGINT, then shut down gracefully and leave the process. The one process says
+    where it listens and records it (server.json); a worker tells its parent (`ready`), which does, and
+    stops when that parent is gone."""
+    running = await start_server(settings, role=role)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    say(f"rag-server listening on {settings.host}:{running.port}", logger=log.name)  # JSON in JSON mode
-    address_file = write_address_file(settings, running.port)
+    address_file: Path | None = None
+    orphan: asyncio.Task[None] | None = None
+    if role is None:
+        say(f"rag-server listening on {settings.host}:{running.port}", logger=log.name)  # JSON in JSON mode
+        address_file = write_address_file(settings, running.port)
+    else:
+        orphan = asyncio.create_task(_stop_when_orphaned(role.parent_pid, stop))
+    if ready is not None:
+        ready(running.port)
     try:
         await stop.wait()
         log.info("shutting down: health NOT_SERVING, grace %.1fs", settings.grace_period_s)
         await running.stop(leave=True)
     finally:
-        address_file.unlink(missing_ok=True)
+        if address_file is not None:
+            address_file.unlink(missing_ok=True)
+        if orphan is not None:
+            orphan.cancel()
     # From inside the loop: asyncio.run's clean-up would cancel the calls grpc.aio has just started
     # (answered CANCELLED); leaving now closes their sockets instead (UNAVAILABLE).
     leave_now()
 
 
-def write_address_file(settings: Settings, port: int) -> Path:
-    """Record where this server listens, so `rag-server ingest` on the same (locked) data dir can hand
-    its work to the running server instead of failing."""
-    path = settings.address_file
-    tmp = path.with_name(f".{path.name}.tmp")
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "[::]") else settings.host
-    tmp.write_text(json.dumps({"target": f"{host}:{port}", "pid": os.getpid()}), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+async def _stop_when_orphaned(parent_pid: int, stop: asyncio.Event, every_s: float = 1.0) -> None:
+    """A worker whose parent has gone (killed) drains and stops: nothing else would ever stop it."""
+    while os.getppid() == parent_pid:
+        await asyncio.sleep(every_s)
+    log.warning("the parent process (pid %d) is gone: stopping", parent_pid)
+    stop.set()

@@ -62,23 +62,27 @@ def _load_sample(settings: Settings, store: Store, embedder: Embedder) -> None:
 
 
 async def open_corpus(
-    settings: Settings, embedder: Embedder | None, store: Store | None
+    settings: Settings, embedder: Embedder | None, store: Store | None, *,
+    follower_dir: Path | None = None, load_sample: bool | None = None,
 ) -> tuple[Embedder, Store]:
-    """The embedder and the store (opened when not given), the model check (the store is closed and
-    StartupError raised on a mismatch), then the sample load into an empty store."""
+    """The embedder and the store (opened when not given; `follower_dir`: a follower's copy of a store
+    another worker owns), the model check (the store is closed and StartupError raised on a mismatch),
+    then the sample load into an empty store (`load_sample`, default settings.load_sample_on_start)."""
     from rag_server.providers.factory import build_embedder
     from rag_server.store.factory import open_store
 
     if embedder is None:
         embedder = build_embedder(settings)
     if store is None:
-        store = await asyncio.to_thread(open_store, settings)
+        store = await asyncio.to_thread(open_store, settings, None, follower_dir)
     try:
         check_compatible(store.manifest(), embedder)
     except StartupError:
         store.close()
         raise
-    if store.manifest() is None and settings.load_sample_on_start:
+    if load_sample is None:
+        load_sample = settings.load_sample_on_start
+    if store.manifest() is None and load_sample:
         try:
             await asyncio.to_thread(_load_sample, settings, store, embedder)
         except Exception:  # an empty store still serves (retrieval answers CORPUS_NOT_LOADED)

@@ -31,7 +31,9 @@ from rag_server.observability.metrics import Metrics, MetricsEndpoint
 if TYPE_CHECKING:
     from rag_server.api.calls import Lifecycle, Observer
     from rag_server.app import App
+    from rag_server.observability.multiproc import Mirror
     from rag_server.observability.tracing import Tracing
+    from rag_server.workers.role import Role
 
 log = logging.getLogger("rag_server.observability")
 
@@ -41,9 +43,11 @@ __all__ = ["Metrics", "MetricsEndpoint", "Observability"]
 class Observability:
     """The metrics registry, tracing and /metrics endpoint of one server."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, role: Role | None = None) -> None:
         self.settings = settings
-        self.metrics: Metrics | None = Metrics() if settings.metrics_port else None
+        self.role = role  # a worker of `serve --workers`: the parent serves the metrics (multiproc.py)
+        self.metrics: Metrics | None = Metrics(role is not None) if settings.metrics_port else None
+        self.mirror: Mirror | None = None
         self.tracing: Tracing | None = None
         if settings.otel:  # MissingExtra (one line) when the otel extra is not installed
             from rag_server.observability.tracing import Tracing
@@ -65,6 +69,10 @@ class Observability:
         if self.tracing is not None:
             out.append(self.tracing.observer)
         return out
+
+    def relay_observers(self) -> list[Observer]:
+        """The Observers of the owner's relay port (`serve --workers`): the ingest it runs, nothing else."""
+        return [self.metrics.relay_observer()] if self.metrics is not None else []
 
     @property
     def ingest_progress(self) -> Callable[[str, int, int], None] | None:
@@ -90,7 +98,7 @@ class Observability:
             from rag_server.store.factory import open_store
 
             settings.data_dir.mkdir(parents=True, exist_ok=True)
-            app.store = await asyncio.to_thread(open_store, settings)
+            app.store = await asyncio.to_thread(open_store, settings, None, app.follower_dir)
         app.store = InstrumentedStore(app.store, metrics)
         self._wrap_reranker = app.reranker is None  # built by App.start for this server only
 
@@ -120,8 +128,15 @@ class Observability:
         metrics.watch_audit(lambda: app.audit)  # audit records written, failed, pending
 
     def serve_metrics(self) -> None:
-        """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (ListenError, one line, when it cannot)."""
+        """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (ListenError, one line, when it cannot); a worker of
+        `serve --workers` mirrors its scrape-time values into its files instead (the parent serves)."""
         if self.metrics is None:
+            return
+        if self.role is not None:
+            from rag_server.observability.multiproc import Mirror
+
+            self.mirror = Mirror(self.metrics.live, self.metrics.registry, self.role.index, self.role.name)
+            self.mirror.start()
             return
         host, port = self.settings.metrics_host, self.settings.metrics_port
         try:
@@ -133,6 +148,9 @@ class Observability:
         log.info("metrics on http://%s:%d/metrics", host, self.endpoint.port)
 
     def close(self) -> None:
+        if self.mirror is not None:
+            self.mirror.close()
+            self.mirror = None
         if self.endpoint is not None:
             self.endpoint.close()
             self.endpoint = None
