@@ -125,7 +125,10 @@ class Supervisor:
                 return failed
             if self.stopping:
                 return self._stop()
-            say(f"rag-server listening on {self.settings.host}:{self.port}", logger=log.name)
+            # the lines one server writes, from the same logger (what operators' tools match)
+            served = logging.getLogger("rag_server.server")
+            served.info("rag-server listening on %s:%d", self.settings.host, self.port)
+            say(f"rag-server listening on {self.settings.host}:{self.port}", logger=served.name)
             address_file = write_address_file(self.settings, self.port)
             log.info("%d workers on %s:%d (pids %s); worker 0 (pid %d) owns ingestion", self.count,
                      self.settings.host, self.port, ", ".join(str(w.pid) for w in self.workers.values()),
@@ -155,7 +158,7 @@ class Supervisor:
             self._endpoint = MetricsEndpoint(multiproc.aggregated(self.metrics_dir), host, port)
         except OSError as exc:
             raise cannot_listen(host, port, reason(exc), "serve metrics on") from None
-        log.info("metrics of every worker on http://%s:%d/metrics", host, self._endpoint.port)
+        log.info("metrics on http://%s:%d/metrics (every worker's)", host, self._endpoint.port)
 
     def _spawn(self, index: int) -> Worker:
         role = Role(index=index, count=self.count, run_dir=self.run_dir, parent_pid=os.getpid())

@@ -163,6 +163,18 @@ def test_two_workers_serve_ingest_through_the_owner_and_stop_together(
             timeout=30)
         assert "zelvorin" in follow.frame.drug_ids, follow
 
+        # An upload sent to the follower lands in the owner's uploads folder (one folder, one quota).
+        data = sample.read_bytes()
+        parts = [ingestion_pb2.UploadDocumentRequest(
+            metadata=ingestion_pb2.UploadMetadata(filename="sample.pdf", size_bytes=len(data)))]
+        step = 65536
+        parts += [ingestion_pb2.UploadDocumentRequest(chunk=data[i:i + step])
+                  for i in range(0, len(data), step)]
+        uploaded, call = ingestion_pb2_grpc.IngestionServiceStub(second).UploadDocument.with_call(
+            iter(parts), timeout=60)
+        assert worker_of(call) == "1"
+        assert (server.data_dir / "uploads" / f"{uploaded.document_id}.pdf").read_bytes() == data
+
         # Ingest sent to the follower: relayed to the owner, which ingests and switches.
         before = ingestion_pb2_grpc.IngestionServiceStub(second).GetCorpus(
             ingestion_pb2.GetCorpusRequest(), timeout=10).manifest.generation
