@@ -13,12 +13,15 @@ colloquial wrappers, clinical.toml's conditions x wrappers; never one body repea
 route, which has one body per section of the formulary and cycles through them):
   * section route: Retrieve{drug_id, section_key};
   * section question (typed): Retrieve{query} as users type it ("cho em hỏi liều dùng của zelvorin với");
-  * LookupIndication{indication} ("bị tăng huyết áp");
+  * LookupIndication{indication} ("bị tăng huyết áp"), conditions the sample's Chỉ định sections name (by
+    their name or a synonym); and, on a line of its own, conditions it does not name (each searched
+    densely: one query embedding per request, no target);
   * free-form: Retrieve{query} naming a drug and no section;
   * Ask section question: whole Ask streams.
 Each line: QPS, p50 / p99 ms, and the ratio to the bare server's QPS (a trivial handler answering the
 workload's median reply size, or for Ask its median stream, message by message) with the same
-concurrency from the same client. Then, with the cache as shipped, --ask-streams (200) concurrent Ask
+concurrency from the same client, the two measured in turns (--rounds slices each), so other work on the
+machine weighs on both alike. Then, with the cache as shipped, --ask-streams (200) concurrent Ask
 streams for --ask-seconds (60), one question in five never seen before: errors, p50 / p99 time to the
 first verified block. Client, server and bare server share the machine (their cores are printed).
 """
@@ -51,6 +54,7 @@ from rag_server.gen.rag.v1 import answer_pb2, retrieval_pb2  # noqa: E402
 
 TARGETS = {"section route": 0.7, "section question (typed)": 0.4, "LookupIndication": 0.5,
            "free-form": 0.1, "Ask section question": 0.3}
+ABSENT = "LookupIndication, not in the formulary"  # every one searched densely (an embedding each)
 RETRIEVE = "/rag.v1.RetrievalService/Retrieve"
 INDICATION = "/rag.v1.RetrievalService/LookupIndication"
 ASK = "/rag.v1.AnswerService/Ask"
@@ -102,6 +106,35 @@ async def closed_loop(call: Callable[[int], Awaitable[Any]], n: int, concurrency
     return Figures(n, time.perf_counter() - began, latencies, len(errors), errors[:3])
 
 
+async def alternating(bare: Callable[[int], Awaitable[Any]], real: Callable[[int], Awaitable[Any]], n: int,
+                      concurrency: int, rounds: int) -> tuple[Figures, Figures]:
+    """The bare server and the service in turns, `rounds` slices of n / rounds requests each (the service
+    going through its bodies in order, never resending one), so a machine shared with other work weighs
+    on both alike."""
+    slices = [n // rounds + (1 if r < n % rounds else 0) for r in range(rounds)]
+    done = 0
+    bare_parts: list[Figures] = []
+    real_parts: list[Figures] = []
+    for size in slices:
+        bare_parts.append(await closed_loop(_from(bare, done), size, concurrency))
+        real_parts.append(await closed_loop(_from(real, done), size, concurrency))
+        done += size
+
+    def joined(parts: list[Figures]) -> Figures:
+        return Figures(sum(p.requests for p in parts), sum(p.seconds for p in parts),
+                       [x for p in parts for x in p.latencies_ms], sum(p.errors for p in parts),
+                       [e for p in parts for e in p.first_errors][:3])
+
+    return joined(bare_parts), joined(real_parts)
+
+
+def _from(call: Callable[[int], Awaitable[Any]], offset: int) -> Callable[[int], Awaitable[Any]]:
+    def shifted(i: int) -> Awaitable[Any]:
+        return call(offset + i)
+
+    return shifted
+
+
 def unary_caller(channel: grpc.aio.Channel, method: str, bodies: Sequence[bytes]) -> Callable[[int], Any]:
     call = channel.unary_unary(method)  # raw bytes both ways: the client's cost is the bare server's
 
@@ -141,7 +174,7 @@ def bare_method(shape: list[int], stream: bool) -> str:
     return f"/bench.Bare/S{'_'.join(map(str, shape))}" if stream else f"/bench.Bare/U{shape[0]}"
 
 
-def workloads(drugs: Sequence[Any], args: argparse.Namespace) -> list[Workload]:
+def workloads(drugs: Sequence[Any], indication_texts: list[str], args: argparse.Namespace) -> list[Workload]:
     R, L, A = retrieval_pb2.RetrieveRequest, retrieval_pb2.LookupIndicationRequest, answer_pb2.AskRequest
     names = [d.display_name or d.drug_id for d in drugs]
     n, probe, seed = args.requests, args.probe, args.seed
@@ -149,7 +182,8 @@ def workloads(drugs: Sequence[Any], args: argparse.Namespace) -> list[Workload]:
     random.Random(seed).shuffle(pairs)
     typed = dr.take(dr.section_questions(names, seed), n + probe)
     free = dr.take(dr.free_form_questions(names, seed + 1), n // args.free_form_divisor + probe)
-    conditions = list(dr.indications(seed + 2))
+    conditions = list(dr.indications(seed + 2, dr.condition_forms(indication_texts, present=True)))
+    absent = list(dr.indications(seed + 4, dr.condition_forms(indication_texts, present=False)))
     asks = dr.take(dr.section_questions(names, seed + 3), n // args.ask_divisor + probe)
 
     def bodies(texts: list[str], make: Callable[[str], Any]) -> list[bytes]:
@@ -161,6 +195,8 @@ def workloads(drugs: Sequence[Any], args: argparse.Namespace) -> list[Workload]:
                  bodies(typed[:probe], lambda q: R(query=q)), count=n),
         Workload("LookupIndication", INDICATION, bodies(conditions[probe:], lambda c: L(indication=c)),
                  bodies(conditions[:probe], lambda c: L(indication=c)), count=n),
+        Workload(ABSENT, INDICATION, bodies(absent[probe:], lambda c: L(indication=c)),
+                 bodies(absent[:probe], lambda c: L(indication=c)), count=n // args.free_form_divisor),
         Workload("free-form", RETRIEVE, bodies(free[probe:], lambda q: R(query=q)),
                  bodies(free[:probe], lambda q: R(query=q)), count=n // args.free_form_divisor),
         Workload("Ask section question", ASK, bodies(asks[probe:], lambda q: A(query=q)),
@@ -173,14 +209,16 @@ async def measure(service: str, bare: str, args: argparse.Namespace, mode: str) 
 
     rows: list[dict[str, Any]] = []
     async with grpc.aio.insecure_channel(service) as channel, grpc.aio.insecure_channel(bare) as bare_ch:
-        drugs = (await retrieval_pb2_grpc.RetrievalServiceStub(channel).ListDrugs(
-            retrieval_pb2.ListDrugsRequest(), timeout=60)).drugs
-        for w in workloads(drugs, args):
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        drugs = (await stub.ListDrugs(retrieval_pb2.ListDrugsRequest(), timeout=60)).drugs
+        indication_texts = [e.text for d in drugs for e in (await stub.Retrieve(
+            retrieval_pb2.RetrieveRequest(drug_id=d.drug_id, section_key="chi_dinh"), timeout=60)).evidence]
+        for w in workloads(drugs, indication_texts, args):
             shape = await reply_shape(channel, w)  # also warms this workload's path up
             maker = stream_caller if w.stream else unary_caller
-            base = await closed_loop(maker(bare_ch, bare_method(shape, w.stream), w.bodies), w.count,
-                                     args.concurrency)
-            got = await closed_loop(maker(channel, w.method, w.bodies), w.count, args.concurrency)
+            base, got = await alternating(
+                maker(bare_ch, bare_method(shape, w.stream), w.bodies), maker(channel, w.method, w.bodies),
+                w.count, args.concurrency, args.rounds)
             ratio = got.qps / base.qps if base.qps else 0.0
             row = {"mode": mode, "workload": w.name, "requests": w.count,
                    "distinct": min(len(w.bodies), w.count), "reply_bytes": shape, "errors": got.errors,
@@ -265,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="rag-server serve --workers, and the bare server's processes (default 1)")
     parser.add_argument("--requests", type=int, default=2000, help="requests per workload (default 2000)")
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent clients (default 32)")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="bare server and service measured in turns, this many slices each (default 4)")
     parser.add_argument("--probe", type=int, default=30, help="requests sent first to learn the reply sizes")
     parser.add_argument("--free-form-divisor", type=int, default=4, help="free-form sends requests / this")
     parser.add_argument("--ask-divisor", type=int, default=4, help="Ask sends requests / this streams")

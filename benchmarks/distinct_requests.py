@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 import tomllib
+import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -32,7 +33,9 @@ FREE_FORM = (
 )
 FREE_WRAPPERS = ("{q}", "cho mình hỏi {q}", "{q} ạ", "bác sĩ ơi {q}", "{q} vậy", "em thắc mắc là {q}")
 CONDITION_WRAPPERS = ("{c}", "bệnh {c}", "bị {c}", "{c} nặng", "{c} mạn tính", "{c} ở người lớn",
-                      "điều trị {c}", "{c} kéo dài")
+                      "điều trị {c}", "{c} kéo dài", "con bị {c}", "mẹ em bị {c}", "thuốc trị {c}",
+                      "{c} dùng thuốc gì", "{c} thì uống thuốc nào", "chữa {c}", "{c} tái phát",
+                      "{c} lâu năm", "người lớn bị {c}", "{c} nhẹ", "{c} cấp", "dự phòng {c}")
 
 
 def name_forms(names: Sequence[str]) -> list[str]:
@@ -50,9 +53,26 @@ def section_phrases() -> list[str]:
     return [p for section in data["section"] for p in section.get("phrases", [])]
 
 
-def conditions() -> list[str]:
+def fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text.casefold().replace("đ", "d"))
+    return " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).split())
+
+
+def condition_forms(indication_texts: Sequence[str] | None = None, present: bool = True) -> list[str]:
+    """clinical.toml's conditions, each as its name and its synonyms (how clinicians type it). With
+    `indication_texts` (the formulary's Chỉ định sections): only the conditions they name (`present`), or
+    only those they do not."""
     data = tomllib.loads((VOCABULARY / "clinical.toml").read_text(encoding="utf-8"))
-    return [c for entry in data["condition"] for c in (entry["name"], *entry.get("synonyms", []))]
+    folded = [f" {fold(t)} " for t in indication_texts or ()]
+    out: list[str] = []
+    for entry in data["condition"]:
+        forms = [entry["name"], *entry.get("synonyms", [])]
+        if indication_texts is not None:
+            named = any(f" {fold(form)} " in text for form in forms for text in folded)
+            if named != present:
+                continue
+        out += forms
+    return out
 
 
 def _shuffled(texts: Iterator[str], seed: int) -> Iterator[str]:
@@ -71,9 +91,10 @@ def free_form_questions(names: Sequence[str], seed: int) -> Iterator[str]:
     return _shuffled((w.format(q=q.format(name=n)) for n, q, w in combos), seed)
 
 
-def indications(seed: int) -> Iterator[str]:
-    combos = itertools.product(conditions(), CONDITION_WRAPPERS)
-    return _shuffled((w.format(c=c) for c, w in combos if len(w.format(c=c)) <= 200), seed)
+def indications(seed: int, forms: Sequence[str]) -> Iterator[str]:
+    """Each condition form in each wrapper, as typed and typed without diacritics."""
+    texts = [w.format(c=c) for c, w in itertools.product(forms, CONDITION_WRAPPERS)]
+    return _shuffled(itertools.chain(texts, (fold(t) for t in texts)), seed)
 
 
 def take(texts: Iterator[str], n: int) -> list[str]:
