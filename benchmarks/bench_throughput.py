@@ -135,21 +135,32 @@ def _from(call: Callable[[int], Awaitable[Any]], offset: int) -> Callable[[int],
     return shifted
 
 
-def unary_caller(channel: grpc.aio.Channel, method: str, bodies: Sequence[bytes]) -> Callable[[int], Any]:
-    call = channel.unary_unary(method)  # raw bytes both ways: the client's cost is the bare server's
+SEPARATE = [("grpc.use_local_subchannel_pool", 1)]  # a TCP connection per channel
+
+
+def connections(target: str, n: int) -> list[grpc.aio.Channel]:
+    """`n` channels, each its own connection: SO_REUSEPORT spreads connections, not calls, over the
+    processes sharing a port, so one connection would measure one worker."""
+    return [grpc.aio.insecure_channel(target, options=SEPARATE) for _ in range(max(1, n))]
+
+
+def unary_caller(channels: Sequence[grpc.aio.Channel], method: str,
+                 bodies: Sequence[bytes]) -> Callable[[int], Any]:
+    calls = [channel.unary_unary(method) for channel in channels]  # raw bytes both ways, as the bare's
 
     async def one(i: int) -> Any:
-        return await call(bodies[i % len(bodies)], timeout=60)
+        return await calls[i % len(calls)](bodies[i % len(bodies)], timeout=60)
 
     return one
 
 
-def stream_caller(channel: grpc.aio.Channel, method: str, bodies: Sequence[bytes]) -> Callable[[int], Any]:
-    call = channel.unary_stream(method)
+def stream_caller(channels: Sequence[grpc.aio.Channel], method: str,
+                  bodies: Sequence[bytes]) -> Callable[[int], Any]:
+    calls = [channel.unary_stream(method) for channel in channels]
 
     async def one(i: int) -> int:
         n = 0
-        async for _ in call(bodies[i % len(bodies)], timeout=60):
+        async for _ in calls[i % len(calls)](bodies[i % len(bodies)], timeout=60):
             n += 1
         return n
 
@@ -208,7 +219,8 @@ async def measure(service: str, bare: str, args: argparse.Namespace, mode: str) 
     from rag_server.gen.rag.v1 import retrieval_pb2_grpc
 
     rows: list[dict[str, Any]] = []
-    async with grpc.aio.insecure_channel(service) as channel, grpc.aio.insecure_channel(bare) as bare_ch:
+    pool, bare_pool = connections(service, args.connections), connections(bare, args.connections)
+    async with grpc.aio.insecure_channel(service) as channel:
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         drugs = (await stub.ListDrugs(retrieval_pb2.ListDrugsRequest(), timeout=60)).drugs
         indication_texts = [e.text for d in drugs for e in (await stub.Retrieve(
@@ -217,7 +229,7 @@ async def measure(service: str, bare: str, args: argparse.Namespace, mode: str) 
             shape = await reply_shape(channel, w)  # also warms this workload's path up
             maker = stream_caller if w.stream else unary_caller
             base, got = await alternating(
-                maker(bare_ch, bare_method(shape, w.stream), w.bodies), maker(channel, w.method, w.bodies),
+                maker(bare_pool, bare_method(shape, w.stream), w.bodies), maker(pool, w.method, w.bodies),
                 w.count, args.concurrency, args.rounds)
             ratio = got.qps / base.qps if base.qps else 0.0
             row = {"mode": mode, "workload": w.name, "requests": w.count,
@@ -229,6 +241,8 @@ async def measure(service: str, bare: str, args: argparse.Namespace, mode: str) 
             print(f"  {mode:8} {w.name:26} {got.qps:8.0f} QPS  bare {base.qps:7.0f}  ratio {ratio:6.3f} "
                   f"(target {TARGETS.get(w.name)})  p50 {got.pct(50):7.2f}  p99 {got.pct(99):8.2f} ms  "
                   f"errors {got.errors}  distinct {row['distinct']}", flush=True)
+    for c in (*pool, *bare_pool):
+        await c.close()
     return rows
 
 
@@ -243,12 +257,14 @@ async def ask_load(service: str, args: argparse.Namespace) -> dict[str, Any]:
         names = [d.display_name or d.drug_id for d in drugs]
         fresh = dr.section_questions(names, args.seed + 5)
         seen = dr.take(fresh, args.seen)
-        ask = channel.unary_stream(ASK)
+        pool = connections(service, args.connections)
+        asks = [c.unary_stream(ASK) for c in pool]
 
-        async def first_block(question: str) -> tuple[float, bool]:
+        async def first_block(question: str, k: int = 0) -> tuple[float, bool]:
             began = time.perf_counter()
             first, final = 0.0, False
-            async for raw in ask(answer_pb2.AskRequest(query=question).SerializeToString(), timeout=60):
+            body = answer_pb2.AskRequest(query=question).SerializeToString()
+            async for raw in asks[k % len(asks)](body, timeout=60):
                 event = answer_pb2.AskResponse.FromString(raw)
                 kind = event.WhichOneof("event")
                 if kind == "block" and not first:
@@ -257,20 +273,20 @@ async def ask_load(service: str, args: argparse.Namespace) -> dict[str, Any]:
             return first, final
 
         for batch in range(0, len(seen), 20):  # the questions "seen before": asked once first
-            await asyncio.gather(*(first_block(q) for q in seen[batch:batch + 20]))
+            await asyncio.gather(*(first_block(q, k) for k, q in enumerate(seen[batch:batch + 20])))
         ends = time.monotonic() + args.ask_seconds
         ttfb: list[float] = []
         errors: list[str] = []
         counts = {"asks": 0, "new": 0, "no_block": 0, "no_final": 0}
 
-        async def stream_forever() -> None:
+        async def stream_forever(k: int) -> None:
             while time.monotonic() < ends:
                 new = rng.random() < 0.2
                 question = next(fresh) if new else rng.choice(seen)
                 counts["asks"] += 1
                 counts["new"] += int(new)
                 try:
-                    first, final = await first_block(question)
+                    first, final = await first_block(question, k)
                 except grpc.aio.AioRpcError as err:
                     errors.append(f"{err.code().name}: {err.details()}"[:160])
                     continue
@@ -281,8 +297,10 @@ async def ask_load(service: str, args: argparse.Namespace) -> dict[str, Any]:
                 counts["no_final"] += int(not final)
 
         began = time.perf_counter()
-        await asyncio.gather(*(stream_forever() for _ in range(args.ask_streams)))
+        await asyncio.gather(*(stream_forever(k) for k in range(args.ask_streams)))
         took = time.perf_counter() - began
+        for c in pool:
+            await c.close()
     ordered = sorted(ttfb) or [0.0]
     return {"streams": args.ask_streams, "seconds": round(took, 1), **counts, "errors": len(errors),
             "first_errors": errors[:3], "asks_per_s": round(counts["asks"] / took, 1),
@@ -303,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="rag-server serve --workers, and the bare server's processes (default 1)")
     parser.add_argument("--requests", type=int, default=2000, help="requests per workload (default 2000)")
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent clients (default 32)")
+    parser.add_argument("--connections", type=int, default=8,
+                        help="connections the clients share (default 8; SO_REUSEPORT spreads connections)")
     parser.add_argument("--rounds", type=int, default=4,
                         help="bare server and service measured in turns, this many slices each (default 4)")
     parser.add_argument("--probe", type=int, default=30, help="requests sent first to learn the reply sizes")
@@ -323,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     bare = br.start_process([sys.executable, str(HERE / "bare_server.py"), "--processes", str(args.workers)],
                             r"bare listening on (\S+:\d+)", base_env)
     report: dict[str, Any] = {"benchmark": "throughput", "workers": args.workers, "cores": os.cpu_count(),
-                              "concurrency": args.concurrency, "rows": []}
+                              "concurrency": args.concurrency, "connections": args.connections, "rows": []}
     print(f"serve --workers {args.workers}; bare grpc.aio in {args.workers} process(es); {args.concurrency} "
           f"concurrent clients; {os.cpu_count()} cores shared by client, server and bare server")
     try:

@@ -311,12 +311,16 @@ async def _retrying_clients(target: str, clients: int, until: threading.Event,
     await asyncio.gather(*(one(n) for n in range(clients)))
 
 
-def test_a_drain_ends_while_clients_keep_retrying(rag_server_process: Callable[..., Any]) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_drain_ends_while_clients_keep_retrying(
+    rag_server_process: Callable[..., Any], workers: str
+) -> None:
     """Clients keep retrying while the server drains: refused calls (UNAVAILABLE) never hold the drain open,
     no call is CANCELLED, no ERROR line is logged, and the process exits soon after the last accepted call
-    (the figure is printed; the bound asserted is generous), long before the grace period is over."""
+    (the figure is printed; the bound asserted is generous), long before the grace period is over. With
+    `--workers 2` the parent passes SIGTERM on and exits once both workers have drained."""
     grace = 10.0
-    server = rag_server_process(env={"RAG_GRACE_PERIOD_S": str(grace)})
+    server = rag_server_process(env={"RAG_GRACE_PERIOD_S": str(grace), "RAG_WORKERS": workers})
     results: list[tuple[float, float, str]] = []
     until = threading.Event()
     clients = threading.Thread(
@@ -336,10 +340,10 @@ def test_a_drain_ends_while_clients_keep_retrying(rag_server_process: Callable[.
     after = Counter(c for sent, _, c in results if sent >= signalled)
     last_accepted = max(accepted)
     print(
-        f"\ndrain with retrying clients: {sum(before.values())} calls before SIGTERM {dict(before)}, after "
-        f"{dict(after)}; last accepted call ended {last_accepted - signalled:.2f} s after SIGTERM, the "
-        f"process exited {exited - last_accepted:.2f} s after it ({exited - signalled:.2f} s after "
-        f"SIGTERM, grace {grace} s), exit code {code}"
+        f"\ndrain with retrying clients ({workers} worker(s)): {sum(before.values())} calls before SIGTERM "
+        f"{dict(before)}, after {dict(after)}; last accepted call ended {last_accepted - signalled:.2f} s "
+        f"after SIGTERM, the process exited {exited - last_accepted:.2f} s after it "
+        f"({exited - signalled:.2f} s after SIGTERM, grace {grace} s), exit code {code}"
     )
     errors = [line for line in server.lines if " ERROR " in line or "Traceback" in line]
     assert code == 0, server.output()
