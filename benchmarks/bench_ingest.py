@@ -105,7 +105,7 @@ def children_cpu() -> float:
 
 def sample_pdf(work: Path, scale: int | None) -> Path:
     if scale:
-        from ingest.fixtures import scale_corpus
+        from formulary_fixtures import scale_corpus
 
         cached = Path.home() / ".cache" / "formulary-rag" / "bench" / f"scale-{scale}-seed7.pdf"
         if not cached.exists():
@@ -113,7 +113,7 @@ def sample_pdf(work: Path, scale: int | None) -> Path:
             print(f"writing the fictional scale corpus ({scale} monographs) to {cached} ...", flush=True)
             scale_corpus.write_scale_pdf(cached, monographs=scale, seed=7)
         return cached
-    from ingest.fixtures.sample_formulary import render_sample
+    from formulary_fixtures.sample_formulary import render_sample
 
     pdf = work / "sample.pdf"
     pdf.write_bytes(render_sample().pdf)

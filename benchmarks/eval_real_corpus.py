@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the test-only fixtures (formulary_fixtures/) live at the root
+    sys.path.insert(0, str(REPO))
 DEFAULT_SETS = (REPO / "eval" / "dev_questions.jsonl", REPO / "eval" / "holdout_questions.jsonl")
 
 
@@ -31,7 +33,7 @@ def embedding_cache_dir() -> Path:
 async def run(paths: list[Path], misses: int, json_out: str | None) -> int:
     from rich.console import Console
 
-    from ingest.fixtures.real_corpus import read_corpus, render_corpus
+    from formulary_fixtures.real_corpus import read_corpus, render_corpus
     from ingest.pipeline import run_ingest
     from rag_server.app import App
     from rag_server.config import Settings

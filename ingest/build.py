@@ -4,8 +4,8 @@ build_chunks(pdf_path, vocabulary=..., max_tokens=800, progress=None, workers=0)
   progress(stage: str, done: int, total: int, message: str) is called per stage
   (stages: "parse", "segment", "chunk", "gates"); `workers` processes read the pages (0: one per CPU core;
   1, or a short document: the calling process; ingest.page_pool). The result does not depend on it.
-Raises IngestInputError(kind, message) for bad input: kind in
-  {"not_pdf", "encrypted", "corrupt", "no_monographs"}.
+Raises IngestInputError(kind, message) for bad input: kind an ingest.errors.InputErrorKind (not a PDF,
+encrypted, corrupt, no monographs).
 
 Stages (each a small module with a pure core): parse.py (PyMuPDF -> lines in reading order, running headers
 removed, folios, tables lifted) -> segment.py (monographs, sections) -> table_images.py (each lifted table's
@@ -27,9 +27,11 @@ import pymupdf
 
 from ingest.chunk import chunk_monograph
 from ingest.diagnose import GateDiagnosis, diagnose
+from ingest.errors import IngestInputError, InputErrorKind
 from ingest.gates import Gate, compute_gates
 from ingest.gc_pause import gc_paused
-from ingest.page_pool import PagePool, PdfFile, resolve_workers
+from ingest.page_pool import PagePool, resolve_workers
+from ingest.page_task import PdfFile
 from ingest.parse import PageError, parse_document
 from ingest.running import DEFAULT_MARKS
 from ingest.segment import SegmentNotes, segment
@@ -42,13 +44,6 @@ __all__ = ["BuildResult", "Gate", "IngestInputError", "MonographInfo", "Progress
 ProgressFn = Callable[[str, int, int, str], None]
 
 _DAMAGE = ("cannot load content stream", "page tree load failed")
-
-
-class IngestInputError(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 @dataclass
@@ -94,23 +89,25 @@ class BuildResult:
 def open_pdf(data: bytes) -> pymupdf.Document:
     """Open PDF bytes or raise IngestInputError(not_pdf | corrupt | encrypted)."""
     if b"%PDF-" not in data[:1024]:
-        raise IngestInputError("not_pdf", "the file is not a PDF (no %PDF- header in its first bytes)")
+        raise IngestInputError(InputErrorKind.NOT_PDF,
+                               "the file is not a PDF (no %PDF- header in its first bytes)")
     pymupdf.TOOLS.mupdf_warnings(reset=True)
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:
-        raise IngestInputError("corrupt", f"PyMuPDF cannot open the PDF: {exc}") from exc
+        raise IngestInputError(InputErrorKind.CORRUPT, f"PyMuPDF cannot open the PDF: {exc}") from exc
     if doc.needs_pass:
         doc.close()
-        raise IngestInputError("encrypted",
+        raise IngestInputError(InputErrorKind.ENCRYPTED,
                                "the PDF is encrypted and needs a password; supply an unlocked copy")
     if doc.is_repaired:
         doc.close()
-        raise IngestInputError("corrupt", "the PDF's structure is damaged (its cross-reference table had "
-                                          "to be repaired; the file may be truncated); re-export it")
+        raise IngestInputError(InputErrorKind.CORRUPT,
+                               "the PDF's structure is damaged (its cross-reference table had "
+                               "to be repaired; the file may be truncated); re-export it")
     if doc.page_count == 0:
         doc.close()
-        raise IngestInputError("corrupt", "the PDF has no pages")
+        raise IngestInputError(InputErrorKind.CORRUPT, "the PDF has no pages")
     return doc
 
 
@@ -146,17 +143,20 @@ def _build(data: bytes, sha: str, vocab: Vocabulary, max_tokens: int, progress: 
         try:
             parsed = parse_document(doc, marks, lambda done, total: report("parse", done, total, ""), pool)
         except PageError as exc:
-            raise IngestInputError("corrupt", f"page {exc.page} of the PDF cannot be read: {exc}") from exc
+            raise IngestInputError(InputErrorKind.CORRUPT,
+                                   f"page {exc.page} of the PDF cannot be read: {exc}") from exc
         warnings = "\n".join([pymupdf.TOOLS.mupdf_warnings(), *pool.warnings]).strip()
         if any(marker in warnings for marker in _DAMAGE):
-            raise IngestInputError("corrupt", "parts of the PDF's page content cannot be loaded: "
-                                              + warnings.splitlines()[0])
+            raise IngestInputError(InputErrorKind.CORRUPT,
+                                   "parts of the PDF's page content cannot be loaded: "
+                                   + warnings.splitlines()[0])
 
         report("segment", 0, 1, "finding monographs and sections")
         notes = SegmentNotes()
         monographs = segment(parsed, vocab, notes)
         if not monographs:
-            raise IngestInputError("no_monographs", f"no monograph was found in {pages} page(s): no "
+            raise IngestInputError(InputErrorKind.NO_MONOGRAPHS,
+                                   f"no monograph was found in {pages} page(s): no "
                                    "upper-case bold or large title followed by identity lines or headings")
         render_tables(doc, monographs)  # the lifted tables' regions, from the document already open
     finally:

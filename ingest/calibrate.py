@@ -3,7 +3,8 @@
 Dense search always returns nearest neighbours, even for a made-up condition, and where real matches and
 nonsense separate depends on the embedder (e5-small cosines sit between 0.83 and 0.92). So no global
 number is right: at ingest, the made-up conditions of clinical.toml [calibration] are embedded like a
-lookup ("điều trị {x}") and compared with every chi_dinh prose chunk of the new corpus; the floor is the
+lookup ("điều trị {x}") and compared with every prose chunk of the new corpus's indication section
+(sections.toml [roles] indication); the floor is the
 best score any of them reached plus `margin`. It is recorded in the manifest; a corpus without one (an
 older manifest) gets no dense fallback at all. Cost: one embedding call of a few dozen short texts.
 """
@@ -16,18 +17,23 @@ from collections.abc import Sequence
 from rag_server.domain import Chunk, ChunkKind
 from rag_server.providers.base import Embedder
 from rag_server.vocabulary.clinical import Calibration
-
-INDICATION_SECTION = "chi_dinh"
+from rag_server.vocabulary.sections import load_vocabulary
 
 
 def indication_dense_floor(
-    chunks: Sequence[Chunk], dense: Sequence[Sequence[float]], embedder: Embedder, calibration: Calibration
+    chunks: Sequence[Chunk],
+    dense: Sequence[Sequence[float]],
+    embedder: Embedder,
+    calibration: Calibration,
+    indication_section: str | None = None,
 ) -> float:
-    """max over the probes of their best cosine with a chi_dinh prose chunk, plus the margin (0.0 when the
-    corpus has no chi_dinh chunk or no probe is configured: the dense fallback then stays off)."""
+    """max over the probes of their best cosine with an indication prose chunk, plus the margin (0.0 when
+    the corpus has no indication chunk or no probe is configured: the dense fallback then stays off).
+    `indication_section`: the section key of the indication role, by default the bundled vocabulary's."""
+    section = indication_section or load_vocabulary().roles.indication
     targets = [
         vector for chunk, vector in zip(chunks, dense, strict=True)
-        if chunk.section_key == INDICATION_SECTION and chunk.chunk_kind is ChunkKind.PROSE
+        if chunk.section_key == section and chunk.chunk_kind is ChunkKind.PROSE
     ]
     if not targets or not calibration.probes:
         return 0.0

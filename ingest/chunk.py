@@ -27,6 +27,7 @@ from ingest.segment import LiftedTable, Monograph, Piece, Section
 from rag_server.domain import Chunk, ChunkKind, SourceRef, TextBox, block_id_for, chunk_id_for
 from rag_server.text import count_tokens
 from rag_server.vocabulary import Vocabulary
+from rag_server.vocabulary.strings import load_strings
 
 # A sentence ends at . ! ? ; (or …) followed by space and a letter, digit, bullet or bracket.
 _SENTENCE_END = re.compile(r"(?<=[.!?;…])\s+(?=[\"“(\[\-–•+\d]|[^\W\d_])")
@@ -218,8 +219,10 @@ def _block_chunks(mono: Monograph, section: Section, table: LiftedTable, title: 
     """The table as one block chunk, or several (split by rows, a long row by words) under the ceiling;
     every part starts with the note that it must be checked against the page."""
     printed = page_map.get(table.page)
-    where = f"trang PDF {table.page}" + (f", trang in {printed}" if printed else "")
-    note = f"[Bảng trích tự động ({where}), mục «{title}» của {mono.drug_name}: phải đối chiếu với trang.]"
+    strings = load_strings()  # strings.toml [chunk]
+    where = (strings.in_chunk("table_where_printed", page=table.page, printed=printed) if printed
+             else strings.in_chunk("table_where", page=table.page))
+    note = strings.in_chunk("table_note", where=where, section=title, drug=mono.drug_name)
     header, rows = table_lines(table.rows)
     cells, first_body = _cells(table)
     budget = max(1, max_tokens - count_tokens(note))

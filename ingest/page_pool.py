@@ -22,14 +22,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import BinaryIO, cast
 
-import pymupdf
-
-from ingest.layout import Span, TextLine
-from ingest.parse import PageError, RawPage, ReadRange, extract_page
+from ingest.page_task import READY, PdfFile, ReadResult, receive, send
+from ingest.parse import PageError, RawPage, ReadRange
 
 log = logging.getLogger(__name__)
 
@@ -52,83 +49,11 @@ def resolve_workers(requested: int) -> int:
     return requested if requested > 0 else cpu_count()
 
 
-@dataclass(frozen=True)
-class PdfFile:
-    """A PDF on disk as it was when it was read: the workers open it only if it is still the same."""
-
-    path: str
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, path: str | Path) -> PdfFile:
-        stat = os.stat(path)
-        return cls(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-
-    def unchanged(self) -> bool:
-        try:
-            return PdfFile.of(self.path) == self
-        except OSError:
-            return False
-
-
-class SourceChanged(RuntimeError):
-    """The PDF file changed since it was hashed: a worker will not read it."""
-
-
 def task_ranges(total: int, workers: int) -> list[tuple[int, int]]:
     """[first, last) page indexes of each task: about four tasks a worker, within PAGES_PER_TASK."""
     low, high = PAGES_PER_TASK
     size = max(low, min(high, -(-total // (workers * 4))))
     return [(first, min(total, first + size)) for first in range(0, total, size)]
-
-
-PackedPage = tuple[Any, ...]  # a RawPage as plain tuples: quicker to pickle, unpickle and send
-
-
-def pack(raw: RawPage) -> PackedPage:
-    lines = [([tuple(span) for span in line.spans], line.bbox) for line in raw.lines]
-    return raw.page, raw.width, raw.height, lines, raw.horizontal, raw.tables, raw.words
-
-
-def unpack(packed: PackedPage) -> RawPage:
-    page, width, height, lines, horizontal, tables, words = packed
-    new = tuple.__new__
-    return RawPage(page, width, height, [TextLine([new(Span, span) for span in spans], page, bbox)
-                                         for spans, bbox in lines], horizontal, tables, words)
-
-
-@dataclass
-class ReadResult:
-    pages: list[PackedPage]
-    warnings: str
-    failed: tuple[int, str] | None = None  # (physical page, error) of a page that could not be read
-    here: list[RawPage] | None = None  # the pages, when this process read them (not packed)
-
-    def raw_pages(self) -> list[RawPage]:
-        return self.here if self.here is not None else [unpack(packed) for packed in self.pages]
-
-
-_OPEN: tuple[PdfFile, pymupdf.Document] | None = None  # a worker's open document
-
-
-def read_range(source: PdfFile, first: int, last: int) -> ReadResult:
-    """Pages [first, last) (0-based indexes) of the PDF, in a worker process."""
-    global _OPEN
-    if _OPEN is None or _OPEN[0] != source:
-        if not source.unchanged():
-            raise SourceChanged(source.path)
-        _OPEN = (source, pymupdf.open(source.path))
-    doc = _OPEN[1]
-    pymupdf.TOOLS.mupdf_warnings(reset=True)
-    pages: list[PackedPage] = []
-    for index in range(first, last):
-        try:
-            pages.append(pack(extract_page(doc.load_page(index), index + 1)))
-        except Exception as exc:  # PyMuPDF raises plain RuntimeError/ValueError subclasses
-            failed = (index + 1, f"{type(exc).__name__}: {exc}")
-            return ReadResult(pages, pymupdf.TOOLS.mupdf_warnings(), failed)
-    return ReadResult(pages, pymupdf.TOOLS.mupdf_warnings())
 
 
 class _Worker:
@@ -143,14 +68,10 @@ class _Worker:
 
     def ready(self) -> bool:
         """Waits for the worker to say it is ready (its imports done); False if it ended instead."""
-        from ingest.page_worker import READY, receive
-
         assert self.process.stdout is not None
         return receive(cast(BinaryIO, self.process.stdout)) == READY
 
     def run(self, task: tuple[PdfFile, int, int]) -> ReadResult:
-        from ingest.page_worker import receive, send
-
         assert self.process.stdin is not None and self.process.stdout is not None
         send(cast(BinaryIO, self.process.stdin), task)
         result = receive(cast(BinaryIO, self.process.stdout))

@@ -17,7 +17,6 @@ a third of the cost.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from operator import itemgetter, sub
 from typing import Any
@@ -27,6 +26,7 @@ import pymupdf
 from ingest.layout import BBox, Span, TextLine
 from ingest.render_modes import fill_stroke_fonts
 from ingest.tables import Token
+from rag_server.text.normalize import nfc
 
 STYLED_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_COLLECT_STYLES
 PLAIN_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
@@ -92,7 +92,6 @@ def chars_text_words(chars: list[dict[str, Any]], size: float) -> tuple[str, lis
         return _with_spaces(texts, cuts), _words_slow(chars, texts, cuts, size)
     boxes = list(map(_BBOX, chars))
     words: list[Token] = []
-    nfc = unicodedata.normalize
     at = 0
     for run in _RUN.finditer(joined):
         start, end = run.span()
@@ -101,7 +100,7 @@ def chars_text_words(chars: list[dict[str, Any]], size: float) -> tuple[str, lis
         while True:
             stop = cuts[at] if at < len(cuts) and cuts[at] < end else end
             box = boxes[start:stop]
-            words.append(Token(nfc("NFC", joined[start:stop]),
+            words.append(Token(nfc(joined[start:stop]),
                                (box[0][0], min(map(_Y0, box)), max(map(_X1, box)), max(map(_Y1, box))), size))
             if stop == end:
                 break
@@ -118,7 +117,7 @@ def _words_slow(chars: list[dict[str, Any]], texts: list[str], cuts: list[int], 
 
     def close() -> None:
         box = [chars[i]["bbox"] for i in word]
-        words.append(Token(unicodedata.normalize("NFC", "".join(texts[i] for i in word)),
+        words.append(Token(nfc("".join(texts[i] for i in word)),
                            (box[0][0], min(map(_Y0, box)), max(map(_X1, box)), max(map(_Y1, box))), size))
         word.clear()
 
@@ -157,7 +156,7 @@ def _span(raw: dict[str, Any], words: list[Token] | None, stroked_font: Stroked 
     else:
         source, found = chars_text_words(chars, max(size, 1.0))
         words.extend(found)
-    text = unicodedata.normalize("NFC", source)
+    text = nfc(source)
     if "\u00ad" in text or "\u200b" in text or "\ufeff" in text:  # cheaper than translating every span
         text = text.translate(_DROP)
     if not text:

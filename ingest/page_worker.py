@@ -2,43 +2,18 @@
 
 Says READY on stdout once its imports are done, then reads tasks from stdin and writes results to stdout,
 each a length-prefixed pickle: a task is (PdfFile, first, last) page indexes, a result
-`ingest.page_pool.ReadResult`. It ends at the end of its input. Started as a module, not by
+`ingest.page_task.ReadResult`. It ends at the end of its input. Started as a module, not by
 multiprocessing, so it never imports the caller's main script.
 """
 
 from __future__ import annotations
 
 import gc
-import pickle
-import struct
 import sys
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from ingest.page_pool import PdfFile
-
-_HEADER = struct.Struct("<Q")
-READY = "ready"  # the first message a worker sends: its imports are done, it takes tasks
-
-
-def send(stream: BinaryIO, item: object) -> None:
-    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)))
-    stream.write(data)
-    stream.flush()
-
-
-def receive(stream: BinaryIO) -> object | None:
-    """The next item, or None at the end of the stream."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    (size,) = _HEADER.unpack(header)
-    data = stream.read(size)
-    if len(data) < size:
-        raise EOFError("truncated message")
-    item: object = pickle.loads(data)
-    return item
+    from ingest.page_task import PdfFile
 
 
 def main() -> int:
@@ -52,7 +27,7 @@ def main() -> int:
     sys.modules.setdefault("pymupdf4llm", None)  # type: ignore[arg-type]
     import pymupdf
 
-    from ingest.page_pool import read_range
+    from ingest.page_task import READY, read_range, receive, send
 
     pymupdf.no_recommend_layout()  # (it would suggest installing what was just left out)
 

@@ -25,6 +25,7 @@ from ingest.reading_order import find_gutter, order_lines
 from ingest.regions import Segment, has_grid, inside, mark_formulas, rules_from_drawings
 from ingest.running import DEFAULT_MARKS, build_page_map, detect_running, inferred_pages
 from ingest.tables import Layout, Token, find_text_tables
+from rag_server.vocabulary.strings import load_strings
 
 __all__ = ["PageError", "PageSource", "RawPage", "ReadRange", "chars_text", "extract_page", "layout_pages",
            "page_words", "parse_document", "read_pages", "read_range"]
@@ -52,7 +53,8 @@ class RawPage:
 
 
 def table_marker(page: int) -> str:
-    return f"[Bảng: xem trang PDF {page}]"
+    """What stands in the prose where the table of `page` was lifted out (strings.toml [chunk])."""
+    return load_strings().in_chunk("table_marker", page=page)
 
 
 def _cell_box(cell: Any) -> BBox:

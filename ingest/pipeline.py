@@ -196,9 +196,9 @@ def _run(
         outcome.message = f"check only: {gate_note}; nothing changed"
         return outcome
     if not chunks:
-        from ingest.build import IngestInputError
+        from ingest.errors import IngestInputError, InputErrorKind
 
-        raise IngestInputError("no_monographs", f"{pdf_path}: no chunks were produced")
+        raise IngestInputError(InputErrorKind.NO_MONOGRAPHS, f"{pdf_path}: no chunks were produced")
     if failed and not allow_gate_failures:
         outcome.message = f"{gate_note}; not loaded (pass allow_gate_failures to override)"
         raise GateFailure(outcome.message, outcome)

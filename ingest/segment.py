@@ -419,16 +419,6 @@ class _Title:
     by_identity: bool  # confirmed by an identity line (not only by a heading below a large title)
 
 
-def find_titles(ctx: _Ctx, vocab: Vocabulary, notes: SegmentNotes | None = None
-                ) -> list[tuple[int, int, str]]:
-    """(first line, line after the title, title text) of every monograph title, in reading order. A title
-    that repeats another one's drug_id at the top of a page is a drug name from the running header left in
-    the text (`running_names`): it never starts a monograph."""
-    found = _title_candidates(ctx, vocab, notes)
-    kept, _ = running_names(ctx, found, notes)
-    return [(t.start, t.end, t.text) for t in kept]
-
-
 def _title_candidates(ctx: _Ctx, vocab: Vocabulary, notes: SegmentNotes | None) -> list[_Title]:
     lines = ctx.lines
     found: list[_Title] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -28,12 +29,13 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from rag_server.answer.factory import AnswerParts
+    from rag_server.observability import Observability
     from rag_server.persistence.audit_store import AuditWriter
     from rag_server.persistence.recorder import TraceRecorder
     from rag_server.providers.base import Embedder
     from rag_server.providers.rerank.guarded import Ranker
+    from rag_server.role import Role
     from rag_server.store.base import Store
-    from rag_server.workers.role import Role
 
 log = logging.getLogger("rag_server")
 FOLLOW_S = 2.0  # how often a follower worker checks the served generation when RAG_GENERATION_WATCH_S=0
@@ -123,27 +125,39 @@ class App:
         """This process loads the sample, ingests and switches (the one process, or worker 0)."""
         return self.role is None or self.role.owner
 
-    async def start(self) -> None:
-        """Open the store and providers (refusing a store built with another embedding model), then build
-        the Corpus of the served generation before the first request, and watch the generation."""
+    async def start(self, observability: Observability | None = None) -> None:
+        """Compose the app: open the store and providers (refusing a store built with another embedding
+        model; a follower worker opens its copy of the store the owner writes), handing each to
+        `observability` to wrap (timed) before anything is built on it, then build the Corpus of the served
+        generation before the first request, and watch the generation. Parts given to the App are used as
+        they are (and timed when `observability` measures), never rebuilt."""
         from rag_server.extras import check_extras
 
         check_extras(self.settings)  # one line naming a missing provider extra, before anything opens
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         if self.executor is None:
             self.executor = ThreadPoolExecutor(self.settings.max_workers, thread_name_prefix="rag-work")
+        from rag_server.providers.factory import build_embedder
         from rag_server.startup import open_corpus
+        from rag_server.store.factory import open_store
 
-        # embedder + store, model/dims check, sample load into an empty store
-        self.embedder, self.store = await open_corpus(
-            self.settings, self.embedder, self.store, follower_dir=self.follower_dir,
-            load_sample=self.settings.load_sample_on_start and self.owns_ingestion,
-        )
+        embedder = self.embedder if self.embedder is not None else build_embedder(self.settings)
+        if self.store is not None:
+            store = self.store
+        else:  # a follower worker reads the owner's store through its own copy (store/follower.py)
+            store = await asyncio.to_thread(open_store, self.settings, None, self.follower_dir)
+        if observability is not None:  # the sample load below and everything built on them is timed too
+            embedder, store = observability.timed_embedder(embedder), observability.timed_store(store)
+        # model/dims check (the store closed on a mismatch), sample load into an empty store (the owner's)
+        await open_corpus(self.settings, embedder, store,
+                          load_sample=self.settings.load_sample_on_start and self.owns_ingestion)
+        self.embedder, self.store = embedder, store
         if self.reranker is None:
             from rag_server.providers.rerank import build_reranker
 
-            # None when RAG_RERANKER=none
-            self.reranker = build_reranker(self.settings, self.embedder, self.language)
+            # None when RAG_RERANKER=none; the provider inside the guard timed
+            wrap = observability.timed_reranker if observability is not None else None
+            self.reranker = build_reranker(self.settings, self.embedder, self.language, wrap=wrap)
         dsn = self.settings.database_url.get_secret_value() if self.settings.database_url else ""
         if dsn and self.traces is None:
             from rag_server.persistence.recorder import open_recorder
@@ -153,13 +167,23 @@ class App:
         if self.answers is None:
             from rag_server.answer.factory import build_answer_parts
 
+            # the workers of `serve --workers` share conversation memory (a SQLite file) when no database
             shared = self.role.conversations if self.role is not None and self.role.count > 1 else None
-            self.answers = build_answer_parts(self.settings, self.language, self.traces, shared)
+            parts = build_answer_parts(self.settings, self.language, self.traces, shared)
+            if observability is not None:
+                parts = dataclasses.replace(
+                    parts,
+                    understander=observability.timed_part(parts.understander, "understander", "understand"),
+                    generator=observability.timed_part(parts.generator, "generator", "generate"),
+                    judge=observability.timed_part(parts.judge, "judge", "judge"),
+                )
+            self.answers = parts
         if self.audit is None and self.settings.audit:
             from rag_server.persistence.audit_store import open_audit
 
             self.audit = open_audit(self.settings, self.embedder, self.reranker, self.answers)
-        assert self.store is not None
+        if observability is not None:
+            observability.watch(reranker=lambda: self.reranker, audit=lambda: self.audit)
         self.holder = CorpusHolder(self.store, self.language, EvidencePolicy.from_settings(self.settings))
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self.executor, self.holder.refresh)

@@ -94,12 +94,23 @@ def _block(block: pb.AnswerBlock, out: TextIO) -> None:
     print(f"\n== {block.title}", file=out)
     for claim in block.claims:
         print(f"  - {claim.text}  [{', '.join(claim.source_ids)}]", file=out)
+    if block.HasField("table"):
+        _table(block.table, out)
     if block.requires_visual_check:
         pages = ", ".join(str(p.printed_page or p.physical_page) for p in block.pages)
         print(f"  VERIFY_PDF: trang {pages}", file=out)
     if block.note:
         print(f"  ({block.note})", file=out)
     out.flush()
+
+
+def _table(table: pb.TableView, out: TextIO) -> None:
+    """The table's cells as lifted from the page, one row per line (cells separated by " | "), and
+    whether its image came along: a table is shown as printed and checked on the page, never paraphrased."""
+    for row in table.rows:
+        print("  | " + " | ".join(cell.replace("\n", " ") for cell in row.cells) + " |", file=out)
+    if table.image_png:
+        print(f"  [ảnh bảng: {len(table.image_png)} byte PNG, {table.chunk_id}]", file=out)
 
 
 def _final(final: answer_pb2.AskFinal, out: TextIO) -> None:

@@ -1,14 +1,17 @@
-"""Lifecycle types every layer may raise or read: the start-up refusal (one line, exit 2); where a running
-server is recorded (server.json); how a drained server process leaves."""
+"""Lifecycle types every layer may raise or read: the start-up refusal (one line, exit 2); the call
+lifecycle of a server (calls in flight, draining at shutdown); where a running server is recorded
+(server.json); how a drained server process leaves."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,11 +26,51 @@ class StartupError(RuntimeError):
     in use, a TLS file cannot be read): the CLI prints it as one line."""
 
 
-def leave_now(code: int = 0) -> None:
+class Lifecycle:
+    """Counts in-flight calls; `drain()` makes new calls (health excepted) fail with UNAVAILABLE.
+
+    A refused call never enters: it is not in flight, so clients retrying against a draining server
+    cannot hold the drain open."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.draining = False
+        self.refused = 0  # calls refused with UNAVAILABLE since drain()
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight <= 0:
+            self.in_flight = 0
+            self._idle.set()
+
+    def drain(self) -> None:
+        self.draining = True
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """True when no call is in flight within `timeout` seconds."""
+        if self._idle.is_set():
+            return True
+        if timeout <= 0:
+            return False
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+def leave_now(code: int = 0, before: Callable[[], None] | None = None) -> None:
     """The server has drained: leave without grpc's shutdown (server.py: a call reaching it in its last
     instant is refused as UNAVAILABLE by the closing sockets, never CANCELLED) and without waiting for a
     worker thread still busy after the grace period (a provider call that never returns), as the README
-    promises. What is buffered (logs, native stderr in JSON mode) is written first."""
+    promises. What is buffered is written first: `before` (server.py: native stderr captured in JSON mode,
+    observability/native_stderr.py), then the logs."""
     ends = time.monotonic() + STUCK_AFTER_S
     for thread in threading.enumerate():
         if thread.name.startswith("rag-work"):  # idle pool threads end as soon as the pool is shut down
@@ -35,9 +78,8 @@ def leave_now(code: int = 0) -> None:
     stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
     if stuck:
         logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
-    from rag_server.observability import native_stderr
-
-    native_stderr.restore()  # JSON mode: what native code wrote last is logged before leaving
+    if before is not None:
+        before()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -27,44 +27,58 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
-from rag_server.api import reflection
-from rag_server.api.answer import AnswerServicer
-from rag_server.api.calls import Lifecycle, Plumbing, Registrar
+from rag_server.api.calls import Plumbing, Registrar
 from rag_server.api.health import HealthServicer
 from rag_server.api.ingestion import IngestionServicer
 from rag_server.api.relay import RelayIngestionServicer
-from rag_server.api.retrieval import RetrievalServicer
-from rag_server.api.understanding import UnderstandingServicer
+from rag_server.api.services import SERVICE_NAMES, add_relay_service, add_services
 from rag_server.app import App
 from rag_server.config import Settings
-from rag_server.gen.rag.v1 import (
-    answer_pb2,
-    answer_pb2_grpc,
-    ingestion_pb2,
-    ingestion_pb2_grpc,
-    retrieval_pb2,
-    retrieval_pb2_grpc,
-    understanding_pb2,
-    understanding_pb2_grpc,
-)
-from rag_server.lifecycle import leave_now, write_address_file
+from rag_server.lifecycle import Lifecycle, StartupError, leave_now, write_address_file
 from rag_server.listen import cannot_listen, check_can_listen
 from rag_server.observability import Observability
 from rag_server.observability.logs import say
+from rag_server.role import Role
 from rag_server.security import setup as security
-from rag_server.workers.relay_port import RelayPort, open_relay_port
-from rag_server.workers.role import Role
 
 log = logging.getLogger("rag_server.server")
 
-SERVICE_NAMES = (
-    understanding_pb2.DESCRIPTOR.services_by_name["UnderstandingService"].full_name,
-    retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name,
-    answer_pb2.DESCRIPTOR.services_by_name["AnswerService"].full_name,
-    ingestion_pb2.DESCRIPTOR.services_by_name["IngestionService"].full_name,
-)
+
+
+@dataclass
+class RelayPort:
+    """The owner worker's relay port (`serve --workers`): a unix socket in the run directory where the other
+    workers hand over the Ingest and UploadDocument calls their clients sent (api/relay.py). It serves the
+    owner's IngestionService through the same call plumbing (correlation id, the API-key gate: the caller's
+    key travels with the call), with a lifecycle of its own that never refuses: a relayed call was accepted
+    by the worker that relays it, so the owner serves it to the end while it drains (RunningServer.stop
+    waits for it). Its calls are counted by the worker that received them; here only the ingest they run
+    is measured (its progress and its end)."""
+
+    server: grpc.aio.Server
+    lifecycle: Lifecycle
+
+
+async def open_relay_port(role: Role, ingestion: IngestionServicer, settings: Settings,
+                          observability: Observability) -> RelayPort:
+    max_bytes = settings.max_message_mb * 1024 * 1024
+    server = grpc.aio.server(options=[
+        ("grpc.max_receive_message_length", max_bytes),
+        ("grpc.max_send_message_length", max_bytes),
+        ("grpc.so_reuseport", 0),
+    ])
+    lifecycle = Lifecycle()
+    plumbing = Plumbing(lifecycle, gates=security.relay_gates(settings),
+                        observers=observability.relay_observers(), trailers=role.trailers)
+    registrar: Any = Registrar(server, plumbing)
+    add_relay_service(registrar, ingestion)
+    role.relay_socket.unlink(missing_ok=True)  # left by an owner that crashed
+    if not server.add_insecure_port(role.relay_target):
+        raise StartupError(f"cannot listen on the relay socket {role.relay_socket}")
+    await server.start()
+    return RelayPort(server, lifecycle)
 
 
 @dataclass
@@ -116,7 +130,8 @@ async def start_server(settings: Settings, app: App | None = None, role: Role | 
     (rag_server/workers): the port is shared with the other workers (SO_REUSEPORT; the parent probed and
     reserved it), a follower reads the store another worker owns and relays ingestion to it."""
     tls = security.credentials(settings)  # RAG_TLS_*: read (or refused) before anything starts
-    observability = Observability(settings, role)  # RAG_METRICS_PORT, RAG_OTEL (MissingExtra: no extra)
+    # RAG_METRICS_PORT, RAG_OTEL (MissingExtra: no extra); a worker's metrics go to the parent (multiproc.py)
+    observability = Observability(settings, (role.index, role.name) if role is not None else None)
     max_bytes = settings.max_message_mb * 1024 * 1024
     lifecycle = Lifecycle()
     server = grpc.aio.server(
@@ -138,9 +153,7 @@ async def start_server(settings: Settings, app: App | None = None, role: Role | 
     try:
         observability.serve_metrics()  # http://RAG_METRICS_HOST:RAG_METRICS_PORT/metrics (ListenError)
         app = app or App(settings, role=role)
-        await observability.before_start(app)  # times the embedder and store the app builds on
-        await app.start()
-        observability.after_start(app)  # the reranker's provider and the Ask parts
+        await app.start(observability)  # the app composes its parts and hands each to it to time
     except BaseException:
         observability.close()
         await server.stop(None)
@@ -150,28 +163,17 @@ async def start_server(settings: Settings, app: App | None = None, role: Role | 
     plumbing.gates.extend(security.gates_for(settings))  # API keys, rate limit, Ask stream cap
     plumbing.observers.extend(observability.observers(lifecycle))  # RPC metrics, span attributes
     registrar: Any = Registrar(server, plumbing)  # every handler wrapped once (api/calls.py)
-    understanding_pb2_grpc.add_UnderstandingServiceServicer_to_server(UnderstandingServicer(app), registrar)
-    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(RetrievalServicer(app), registrar)
-    answer_pb2_grpc.add_AnswerServiceServicer_to_server(AnswerServicer(app), registrar)
+    relay_target = role.relay_target if role is not None and not role.owner else None
+    # a follower hands Ingest and UploadDocument to the owner worker (api/relay.py)
+    health, ingestion = add_services(registrar, app, progress=observability.ingest_progress,
+                                     relay_target=relay_target)
     relay: RelayPort | None = None
-    relayer: RelayIngestionServicer | None = None
+    relayer = ingestion if isinstance(ingestion, RelayIngestionServicer) else None
     sweeper: asyncio.Task[None] | None = None
-    ingestion: IngestionServicer
-    if role is not None and not role.owner:  # Ingest and UploadDocument go to the owner worker
-        ingestion = relayer = RelayIngestionServicer(app, role.relay_target)
-    else:
-        ingestion = IngestionServicer(app, progress=observability.ingest_progress)
+    if relayer is None:
         sweeper = ingestion.uploads.start()  # old uploads removed now, then periodically
-        if role is not None:
+        if role is not None:  # the owner worker takes the other workers' ingestion calls
             relay = await open_relay_port(role, ingestion, settings, observability)
-    ingestion_pb2_grpc.add_IngestionServiceServicer_to_server(ingestion, registrar)
-
-    health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, registrar)
-    reflection.enable(
-        (*SERVICE_NAMES, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-        registrar,
-    )
     await server.start()
     serving = health_pb2.HealthCheckResponse.SERVING
     for name in SERVICE_NAMES:
@@ -219,7 +221,9 @@ async def serve(settings: Settings, role: Role | None = None,
             orphan.cancel()
     # From inside the loop: asyncio.run's clean-up would cancel the calls grpc.aio has just started
     # (answered CANCELLED); leaving now closes their sockets instead (UNAVAILABLE).
-    leave_now()
+    from rag_server.observability import native_stderr
+
+    leave_now(before=native_stderr.restore)  # JSON mode: what native code wrote last is logged first
 
 
 async def _stop_when_orphaned(parent_pid: int, stop: asyncio.Event, every_s: float = 1.0) -> None:

@@ -1,6 +1,7 @@
-"""Server start: open the embedder and the store, refuse a corpus built with another embedding model,
-and load the fictional sample formulary into an empty store when settings.load_sample_on_start is set.
-App.start calls `open_corpus` with what it already has and keeps what it returns."""
+"""Server start: refuse a corpus built with another embedding model, and load the fictional sample
+formulary (package data, copied; never rendered here) into an empty store when
+settings.load_sample_on_start is set. App.start calls `open_corpus` with the embedder and the store it
+composed."""
 
 from __future__ import annotations
 
@@ -61,20 +62,11 @@ def _load_sample(settings: Settings, store: Store, embedder: Embedder) -> None:
     log.info("loaded the fictional sample formulary: %s", outcome.message)
 
 
-async def open_corpus(
-    settings: Settings, embedder: Embedder | None, store: Store | None, *,
-    follower_dir: Path | None = None, load_sample: bool | None = None,
-) -> tuple[Embedder, Store]:
-    """The embedder and the store (opened when not given; `follower_dir`: a follower's copy of a store
-    another worker owns), the model check (the store is closed and StartupError raised on a mismatch),
-    then the sample load into an empty store (`load_sample`, default settings.load_sample_on_start)."""
-    from rag_server.providers.factory import build_embedder
-    from rag_server.store.factory import open_store
-
-    if embedder is None:
-        embedder = build_embedder(settings)
-    if store is None:
-        store = await asyncio.to_thread(open_store, settings, None, follower_dir)
+async def open_corpus(settings: Settings, embedder: Embedder, store: Store, *,
+                      load_sample: bool | None = None) -> None:
+    """The model check (the store is closed and StartupError raised on a mismatch), then the sample load
+    into an empty store (`load_sample`, default settings.load_sample_on_start: only the process that owns
+    ingestion loads it, never a follower worker of `serve --workers`)."""
     try:
         check_compatible(store.manifest(), embedder)
     except StartupError:
@@ -87,4 +79,3 @@ async def open_corpus(
             await asyncio.to_thread(_load_sample, settings, store, embedder)
         except Exception:  # an empty store still serves (retrieval answers CORPUS_NOT_LOADED)
             log.exception("loading the fictional sample formulary failed; the store stays empty")
-    return embedder, store

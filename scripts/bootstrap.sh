@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Set up the local environment idempotently (sourced or run by run.sh, test.sh and .ci/run):
-#   .venv with the exact versions of requirements.lock (scripts/lock.py), then the package and the Python
-#   client from the checkout (skipped while pyproject.toml, clients/python/pyproject.toml and the lock are
-#   unchanged since the last install); `pip check` proves the set is consistent
+#   .venv with the exact versions of requirements.lock (scripts/lock.py), then the package with its `test`
+#   extra and the Python client from the checkout (skipped while pyproject.toml,
+#   clients/python/pyproject.toml and the lock are unchanged since the last install); `pip check` proves the
+#   set is consistent and scripts/check_extra.py that the test extra (pytest, fpdf2 for the test-only
+#   renderers in formulary_fixtures/, ...) is all there
 #   tools/node/node_modules via `npm ci` (buf, @grpc/grpc-js, @grpc/proto-loader), when npm is available.
 set -euo pipefail
 
@@ -40,8 +42,9 @@ if [ "$want" != "$have" ] || ! "$VENV/bin/python" -c 'import rag_server, formula
   log="$VENV/.formulary-rag-install.log"
   pip_install() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$@"; }
   if ! { pip_install --no-deps -r "$ROOT/requirements.lock" &&
-    pip_install --no-deps -e "$ROOT" -e "$ROOT/clients/python" &&
-    "$VENV/bin/python" -m pip check --disable-pip-version-check; } >"$log" 2>&1; then
+    pip_install --no-deps -e "$ROOT[test]" -e "$ROOT/clients/python" &&
+    "$VENV/bin/python" -m pip check --disable-pip-version-check &&
+    "$VENV/bin/python" "$ROOT/scripts/check_extra.py" test; } >"$log" 2>&1; then
     cat "$log" >&2
     say "pip install failed (log: .venv/.formulary-rag-install.log)"
     exit 1

@@ -1,5 +1,5 @@
 """Write the FICTIONAL sample formulary (NOT medical information) that the server loads on first start:
-rag_server/sample/sample-formulary.pdf, package data rendered by ingest/fixtures/sample_formulary.py.
+rag_server/sample/sample-formulary.pdf, package data rendered by formulary_fixtures/sample_formulary.py.
 
     .venv/bin/python scripts/build_sample.py [--check]
 
@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the renderer is test-only code at the root (formulary_fixtures/), not shipped
+    sys.path.insert(0, str(ROOT))
 TARGET = ROOT / "rag_server" / "sample" / "sample-formulary.pdf"
 
 
 def render() -> bytes:
-    from ingest.fixtures.sample_formulary import render_sample
+    from formulary_fixtures.sample_formulary import render_sample
 
     return render_sample().pdf
 

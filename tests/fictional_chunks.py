@@ -178,11 +178,11 @@ def build_from_chunks(chunks: list[Chunk], gates: list[Any] | None = None) -> An
     (stands in for the PDF parser, which is tested on its own)."""
 
     def build(pdf_path: Path, vocabulary: Any = None, max_tokens: int = 800, progress: Any = None) -> Any:
-        from ingest.build import IngestInputError
+        from ingest.errors import IngestInputError, InputErrorKind
 
         data = Path(pdf_path).read_bytes()
         if not data.startswith(b"%PDF-"):
-            raise IngestInputError("not_pdf", f"{pdf_path} is not a PDF")
+            raise IngestInputError(InputErrorKind.NOT_PDF, f"{pdf_path} is not a PDF")
         if progress is not None:
             for stage in ("parse", "segment", "chunk", "gates"):
                 progress(stage, 1, 1, stage)
@@ -202,8 +202,8 @@ def build_from_chunks(chunks: list[Chunk], gates: list[Any] | None = None) -> An
 
 
 def write_tiny_pdf(path: Path, drugs: tuple[str, ...] = ("ZELVORIN", "QUOFENOL"), note: str = "") -> Path:
-    """A tiny FICTIONAL formulary PDF (rendered with ingest.fixtures.render) the real parser accepts."""
-    from ingest.fixtures.render import Heading, NewPage, Para, Tag, Title, inline, render_book
+    """A tiny FICTIONAL formulary PDF (rendered with formulary_fixtures.render) the real parser accepts."""
+    from formulary_fixtures.render import Heading, NewPage, Para, Tag, Title, inline, render_book
 
     blocks: list[Any] = [NewPage()]
     for name in drugs:

@@ -3,7 +3,8 @@
 The offline judge (default) is strict and deterministic: a claim must be a normalised substring of one of
 the chunks it cites (case, spacing and Unicode form ignored, nothing else). Completeness: a plan that
 presents whole sections (WHOLE_SECTION, OVERVIEW, URGENT) must cover every segment of every prose block it
-was given; the other plans are complete when they say anything at all. An LLM judge (llm_entail.py) answers
+was given (but a block of a patient fact beside the section, which shows what the fact matched); the other
+plans are complete when they say anything at all. An LLM judge (llm_entail.py) answers
 the same `Judgement`.
 
 `locate` finds each claim's supporting text inside a cited chunk for the client to highlight: the claim
@@ -12,15 +13,14 @@ itself when it is a substring, else the segment of the chunk sharing the most wo
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol
 
 from rag_server.answer.model import Draft, EvidenceBlock, Plan, Support
 from rag_server.answer.segments import Segment, segments
 from rag_server.domain import Chunk, ChunkKind, in_visual_span
+from rag_server.text.normalize import normalised
 
 WHOLE_PLANS = frozenset({Plan.WHOLE_SECTION, Plan.OVERVIEW, Plan.URGENT})
 
@@ -38,27 +38,6 @@ class Judge(Protocol):
 
     def judge(self, draft: Draft, evidence: Sequence[EvidenceBlock], plan: Plan, question: str) -> Judgement:
         """Raises ProviderError (provider failure) / MalformedOutput (unusable answer): LLM judges."""
-
-
-@lru_cache(maxsize=1024)
-def normalised(text: str) -> tuple[str, tuple[int, ...]]:
-    """Lower-cased NFC text with runs of whitespace as one space, and the original offset of each char
-    (cached: an answer compares many claims with the same few chunks)."""
-    text = unicodedata.normalize("NFC", text)
-    out: list[str] = []
-    where: list[int] = []
-    space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            space = bool(out)
-            continue
-        if space:
-            out.append(" ")
-            where.append(i)
-            space = False
-        out.append(ch.lower())
-        where.append(i)
-    return "".join(out), tuple(where)
 
 
 def find_in(claim: str, chunk_text: str) -> tuple[int, int] | None:
@@ -102,6 +81,8 @@ class OfflineJudge:
         if plan in WHOLE_PLANS:
             for block in evidence:
                 if block.chunk.chunk_kind is not ChunkKind.PROSE or block.chunk.requires_visual_check:
+                    continue
+                if block.facts:  # a patient fact's block beside the section: what the fact matched
                     continue
                 said = " \n ".join(normalised(c.text)[0] for c in draft.claims if block.number in c.sources)
                 shown = [

@@ -14,13 +14,15 @@ Blocking (store work): the pipeline schedules it (api/work.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rag_server.answer.bounds import AGE, WEIGHT, Bound, bounds_in, outside
 from rag_server.answer.model import Block, EvidenceBlock, Plan
 from rag_server.answer.segments import segments
-from rag_server.domain import Chunk, ChunkKind, Decision, FactMatch, Hit, Reason, SourceRef
+from rag_server.domain import Chunk, ChunkKind, Decision, FactMatch, Hit, Reason, ScoreKind, SourceRef
+from rag_server.retrieval import patient_safety
 from rag_server.retrieval.corpus import Corpus, Providers
+from rag_server.retrieval.decide import decide
 from rag_server.retrieval.results import (
     AssessmentResult,
     CandidateResult,
@@ -31,6 +33,8 @@ from rag_server.retrieval.results import (
 )
 from rag_server.retrieval.routes import retrieve
 from rag_server.retrieval.section import whole_section
+from rag_server.retrieval.timing import Timings
+from rag_server.store.base import ChunkFilter
 from rag_server.text.match import find_any, tokenize
 from rag_server.understanding.frame import Group, QueryFrame, Reading
 from rag_server.vocabulary.language import Language
@@ -111,21 +115,17 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
     frame = reading.frame
     language = corpus.language
     result = retrieve(reading, corpus, providers)
+    result.evidence = located(result.evidence, corpus)
     plan = _PLANS.get(result.route, Plan.MOST_RELEVANT)
     if result.route is Route.PATIENT and result.assessment is not None:
         return _patient(result.decision, result.assessment, frame, language)
     if result.route is Route.INDICATION:
         forms = _condition_forms(frame, language)
+        named = [(c.drug_name, h) for c in result.candidates for h in c.evidence]
+        boxed = located([h for _, h in named], corpus)
         hits = [
-            (
-                h,
-                f"{c.drug_name}: {language.vocabulary.title(h.chunk.section_key)}",
-                frame.indication,
-                forms,
-                (),
-            )
-            for c in result.candidates
-            for h in c.evidence
+            (h, f"{name}: {language.vocabulary.title(h.chunk.section_key)}", frame.indication, forms, ())
+            for (name, _), h in zip(named, boxed, strict=True)
         ]
         evidence = number(hits)
         return Gathered(
@@ -144,7 +144,22 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
         gathered.lead.append(_not_listed(frame, result.read_sections, corpus))
     if plan is Plan.WHOLE_SECTION and result.decision.usable:
         gathered.lead.extend(gap_notices(frame, evidence, language))
+        if result.route is Route.SECTION:
+            gathered = _section_facts(gathered, frame, corpus, providers)
     return gathered
+
+
+def located(hits: Sequence[Hit], corpus: Corpus) -> list[Hit]:
+    """The hits with the page boxes of their text (a search returns chunks without them, to keep its
+    payloads small): one exact lookup of the prose chunks that lack them, so every cited span can be
+    highlighted on the page. A chunk the store no longer has keeps its hit as it was."""
+    missing = tuple(dict.fromkeys(
+        h.chunk.chunk_id for h in hits if not h.chunk.boxes and h.chunk.chunk_kind is ChunkKind.PROSE
+    ))
+    if not missing:
+        return list(hits)
+    full = {c.chunk_id: c for c in corpus.store.scroll(ChunkFilter(chunk_ids=missing, with_boxes=True))}
+    return [replace(h, chunk=full[h.chunk.chunk_id]) if h.chunk.chunk_id in full else h for h in hits]
 
 
 def _condition_forms(frame: QueryFrame, language: Language) -> tuple[str, ...]:
@@ -247,39 +262,16 @@ def _by_title(evidence: Sequence[EvidenceBlock]) -> dict[str, list[EvidenceBlock
 
 
 # ------------------------------------------------------------------------------------------ patients
+FacetHit = tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]
+
+
 def _patient(
     decision: Decision, assessed: AssessmentResult, frame: QueryFrame, language: Language
 ) -> Gathered:
     """Per drug and facet, the chunks with what each fact matched there; each fact with nothing found is
     said plainly (never a first sentence instead), and a patient outside the age or weight bounds of the
     dosage found is told so first."""
-    strings = language.strings
-    hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = []
-    lead: list[Block] = []
-    notices: list[Block] = []
-    for candidate in assessed.candidates:
-        for facet in candidate.facets:
-            facet_title = strings.facets[facet.facet.value]
-            title = f"{candidate.drug_name}: {facet_title}"
-            asked = [f for f in facet.query.split("; ") if f]
-            if facet.status is CandidateStatus.INSUFFICIENT_EVIDENCE or not facet.evidence:
-                notices.extend(_not_found(title, candidate, facet_title, asked, strings))
-                continue
-            whole = facet.facet in (Facet.PREGNANCY, Facet.BREASTFEEDING)
-            for hit in facet.evidence:
-                matches = () if whole else tuple(m for m in facet.matches if m.chunk_id == hit.chunk.chunk_id)
-                hits.append((hit, title, facet.query, (), matches))
-            if not whole:
-                matched = {m.fact for m in facet.matches}
-                missing = [f for f in asked if f not in matched]
-                notices.extend(_not_found(title, candidate, facet_title, missing, strings))
-            if facet.facet is Facet.DOSAGE_CONTEXT:
-                texts = [s.text for h in facet.evidence for s in segments(h.chunk.text)]
-                note = _outside(
-                    frame, _about_children(texts, language), language, facet_title, candidate.drug_name
-                )
-                if note:
-                    lead.append(Block(title, drug_id=candidate.drug_id, note=note))
+    hits, lead, notices = facet_hits(assessed, frame, language)
     evidence = number(hits)
     notices = visual_notices(evidence, language) + notices
     return Gathered(
@@ -291,6 +283,80 @@ def _patient(
         notices=notices,
         assessment=assessed,
     )
+
+
+def facet_hits(
+    assessed: AssessmentResult, frame: QueryFrame, language: Language, skip: Sequence[Facet] = ()
+) -> tuple[list[FacetHit], list[Block], list[Block]]:
+    """(the hits of every facet but `skip`, with what each fact matched; lead notices; not-found notices)."""
+    strings = language.strings
+    hits: list[FacetHit] = []
+    lead: list[Block] = []
+    notices: list[Block] = []
+    for candidate in assessed.candidates:
+        for facet in candidate.facets:
+            if facet.facet in skip:
+                continue
+            facet_title = strings.facets[facet.facet.value]
+            title = f"{candidate.drug_name}: {facet_title}"
+            asked = [f for f in facet.query.split("; ") if f]
+            if facet.status is CandidateStatus.INSUFFICIENT_EVIDENCE or not facet.evidence:
+                notices.extend(_not_found(title, candidate, facet_title, asked, strings))
+                continue
+            whole = facet.facet in (Facet.PREGNANCY, Facet.BREASTFEEDING)
+            for hit in facet.evidence:
+                matches = () if whole else tuple(m for m in facet.matches if m.chunk_id == hit.chunk.chunk_id)
+                hits.append((hit, title, facet.query, (), matches))
+            if not whole:
+                matched = {m.fact for m in facet.matches} | {m.name for m in facet.matches}
+                missing = [f for f in asked if f not in matched]
+                notices.extend(_not_found(title, candidate, facet_title, missing, strings))
+            if facet.facet is Facet.DOSAGE_CONTEXT:
+                texts = [s.text for h in facet.evidence for s in segments(h.chunk.text)]
+                note = _outside(
+                    frame, _about_children(texts, language), language, facet_title, candidate.drug_name
+                )
+                if note:
+                    lead.append(Block(title, drug_id=candidate.drug_id, note=note))
+    return hits, lead, notices
+
+
+def _section_facts(
+    gathered: Gathered, frame: QueryFrame, corpus: Corpus, providers: Providers
+) -> Gathered:
+    """A section question that also states medicines the patient takes, conditions or allergies ("đang
+    uống viên sắt, travoxan uống thế nào"): the section whole, then what each of those facts matched in
+    the drug's other sections (or that nothing was found there). The facets of the section asked, and the
+    groups (said by the gap notices), are not repeated."""
+    facts = frame.patient
+    if not (facts.current_medications or facts.conditions or facts.allergies) or not frame.drug_ids:
+        return gathered
+    roles = corpus.language.vocabulary.roles
+    asked = frame.section_key
+    skip = [Facet.PREGNANCY, Facet.BREASTFEEDING]
+    for facet, keys in (
+        (Facet.INTERACTION, roles.interaction_facet[:1]),
+        (Facet.WARNING, roles.warning_facet),
+        (Facet.DOSAGE_CONTEXT, roles.dosage_facet),
+    ):
+        if asked in keys:
+            skip.append(facet)
+    assessed = patient_safety.assess(frame, corpus, providers, Timings())
+    hits, lead, notices = facet_hits(assessed, frame, corpus.language, skip)
+    if not hits and not notices:
+        return gathered
+    own: list[FacetHit] = [
+        (Hit(b.chunk, 1.0, ScoreKind.EXACT), b.title, b.focus, b.focus_forms, b.facts)
+        for b in gathered.evidence
+    ]
+    boxed = located([h for h, *_ in hits], corpus)
+    extra: list[FacetHit] = [(h, t, f, ff, fm) for h, (_, t, f, ff, fm) in zip(boxed, hits, strict=True)]
+    evidence = number(own + extra)
+    gathered.evidence = evidence
+    gathered.decision = decide([b.chunk for b in evidence])
+    gathered.lead.extend(lead)
+    gathered.notices.extend([*visual_notices(evidence[len(own):], corpus.language), *notices])
+    return gathered
 
 
 def _about_children(texts: Sequence[str], language: Language) -> list[str]:

@@ -29,6 +29,7 @@ from rag_server.answer.segments import Segment, segments
 from rag_server.domain import ChunkKind, in_visual_span
 from rag_server.text.carry import carries
 from rag_server.text.carry import spans as carried_spans
+from rag_server.text.match import find_any, phrase, phrases, tokenize
 
 _WHOLE = frozenset({Plan.WHOLE_SECTION, Plan.OVERVIEW, Plan.URGENT})
 FOCUSED = frozenset({Plan.MOST_RELEVANT, Plan.EFFECT, Plan.INDICATION_LIST, Plan.PATIENT_FACETS})
@@ -66,8 +67,8 @@ class OfflineGenerator:
 
     def generate(self, request: GenerationRequest) -> Draft:
         blocks = [b for b in request.evidence if usable(b)]
-        if request.plan in _WHOLE:
-            claims = [DraftClaim(s.text, (b.number,)) for b in blocks for s in shown_segments(b)]
+        if request.plan in _WHOLE:  # a patient fact's block beside a whole section: what the fact matched
+            claims = [c for b in blocks for c in (_facts(b) if b.facts else _whole(b))]
         elif request.plan is Plan.MOST_RELEVANT:
             claims = self._most_relevant(request, blocks)
         elif request.plan is Plan.EFFECT:
@@ -82,16 +83,22 @@ class OfflineGenerator:
         return Draft(tuple(claims), evidence_sufficient=bool(claims))
 
     def _most_relevant(self, request: GenerationRequest, blocks: list[EvidenceBlock]) -> list[DraftClaim]:
-        forms = request.asked_forms()
-        scored: list[tuple[int, int, int, Segment, EvidenceBlock]] = []
+        forms, known = request.asked_forms(), request.known_forms()
+        scored: list[tuple[int, int, int, int, Segment, EvidenceBlock]] = []
         for order, block in enumerate(blocks):
             for position, seg in enumerate(shown_segments(block)):
                 count = carrying(seg, block, forms)
                 if count:
-                    scored.append((count, order, position, seg, block))
-        best = sorted(scored, key=lambda t: (-t[0], t[1], t[2]))[: request.max_claims]
-        best.sort(key=lambda t: (t[1], t[2]))  # shown in evidence order
-        return [DraftClaim(seg.text, (block.number,)) for _, _, _, seg, block in best]
+                    scored.append((carrying(seg, block, known), count, order, position, seg, block))
+        if any(t[0] for t in scored):  # a sentence about what is medically asked: only such sentences
+            scored = [t for t in scored if t[0]]
+        best = sorted(scored, key=lambda t: (-t[0], -t[1], t[2], t[3]))[: request.max_claims]
+        best.sort(key=lambda t: (t[2], t[3]))  # shown in evidence order
+        return [DraftClaim(seg.text, (block.number,)) for _, _, _, _, seg, block in best]
+
+
+def _whole(block: EvidenceBlock) -> list[DraftClaim]:
+    return [DraftClaim(s.text, (block.number,)) for s in shown_segments(block)]
 
 
 def _facts(block: EvidenceBlock) -> list[DraftClaim]:
@@ -100,8 +107,10 @@ def _facts(block: EvidenceBlock) -> list[DraftClaim]:
     parts = shown_segments(block)
     if not block.facts:
         return [DraftClaim(s.text, (block.number,)) for s in parts]
-    forms = tuple(dict.fromkeys(m.matched for m in block.facts if m.matched))
-    return [DraftClaim(s.text, (block.number,)) for s in parts if carrying(s, block, forms)]
+    found = phrases(phrase(m.matched) for m in block.facts if m.matched)
+    # the words AssessPatient's matcher found in this chunk, matched the way it matched them (syllables on
+    # word-boundaries of the text, not a segmentation that may glue "sử hen" together)
+    return [DraftClaim(s.text, (block.number,)) for s in parts if find_any(tokenize(s.text), found)]
 
 
 def relevant(draft: Draft, request: GenerationRequest) -> Draft:
@@ -113,9 +122,17 @@ def relevant(draft: Draft, request: GenerationRequest) -> Draft:
     for claim in draft.claims:
         cited = [by_number[n] for n in claim.sources if n in by_number]
         forms = _forms_for(request, cited)
-        if not forms or carries(claim.text, forms):
+        if not forms or _holds(claim.text, forms, request.plan):
             kept.append(claim)
     return Draft(tuple(kept), draft.evidence_sufficient and bool(kept))
+
+
+def _holds(text: str, forms: Sequence[str], plan: Plan) -> bool:
+    """Whether a claim carries one of `forms`: the words a patient fact matched are found the way
+    AssessPatient's matcher found them (syllables on word boundaries); asked terms as segmented words."""
+    if plan is Plan.PATIENT_FACETS:
+        return bool(find_any(tokenize(text), phrases(phrase(f) for f in forms)))
+    return carries(text, forms)
 
 
 def _forms_for(request: GenerationRequest, cited: Sequence[EvidenceBlock]) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from rag_server.providers.llm import prompts
 from rag_server.providers.llm.bedrock_converse import BedrockConverse
 from rag_server.providers.llm.cohere_chat import CitedText, CohereChat
 from rag_server.providers.llm.schemas import DraftReply, parse
+from rag_server.text.normalize import canonical
 
 
 def header(block: EvidenceBlock) -> str:
@@ -107,4 +108,4 @@ def cited_claims(reply: CitedText) -> tuple[DraftClaim, ...]:
 
 
 def _folded(text: str) -> str:
-    return " ".join(text.split()).strip(" .").casefold()
+    return canonical(text).strip(" .")

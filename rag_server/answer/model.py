@@ -148,3 +148,10 @@ class GenerationRequest:
         if self.plan is Plan.EFFECT and frame.effect is not None:
             return frame.effect.forms
         return tuple(dict.fromkeys(f for t in frame.asked_terms for f in t.forms))
+
+    def known_forms(self) -> tuple[str, ...]:
+        """The forms of the asked terms that are vocabulary phrases (what the question is medically about)."""
+        frame = self.frame
+        if frame is None:
+            return ()
+        return tuple(dict.fromkeys(f for t in frame.asked_terms if t.known for f in t.forms))

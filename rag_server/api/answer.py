@@ -11,16 +11,14 @@ import grpc
 
 from rag_server.answer.memory import ConversationNotOwned
 from rag_server.answer.pipeline import AskPipeline
-from rag_server.api import answer_convert, audit_hook
-from rag_server.api.calls import current_correlation_id
-from rag_server.api.errors import conversation_not_owned
+from rag_server.api import answer_convert, audit_hook, traces
 from rag_server.api.validation import Violations
 from rag_server.api.work import schedule
 from rag_server.app import App
+from rag_server.call_context import current_correlation_id, current_otel_trace_id
 from rag_server.gen.rag.v1 import answer_pb2, answer_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question
-from rag_server.observability.tracing import current_otel_trace_id
-from rag_server.persistence.traces import RetrievalTrace
+from rag_server.request_errors import conversation_not_owned
 from rag_server.security.auth import conversation_owner
 
 log = logging.getLogger("rag_server.api.answer")
@@ -68,6 +66,6 @@ class AnswerServicer(answer_pb2_grpc.AnswerServiceServicer):
         if recorder is None:
             return
         try:
-            recorder.record(RetrievalTrace.from_ask(request, final, correlation_id))
+            recorder.record(traces.ask_trace(request, final, correlation_id))
         except Exception:
             log.exception("ask trace not recorded (fail-open)")

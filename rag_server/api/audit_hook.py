@@ -14,15 +14,14 @@ from typing import Any, NamedTuple
 
 from rag_server.answer.model import AskEvent, Block, Claim, Final
 from rag_server.api import convert
-from rag_server.api.calls import current_correlation_id
 from rag_server.app import App
+from rag_server.call_context import caller_name, current_correlation_id
 from rag_server.domain import Decision, DecisionKind, Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2 as rpb
 from rag_server.persistence.audit import build_entry, frame_entry
 from rag_server.retrieval.caches import Lru
 from rag_server.retrieval.results import RetrievalResult, Route
-from rag_server.security.auth import caller_name
 from rag_server.understanding.catalog import MatchStage, Mention
 from rag_server.understanding.frame import QueryFrame
 

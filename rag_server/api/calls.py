@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import inspect
 import logging
 import re
@@ -26,11 +25,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import grpc
 
-from rag_server.api.errors import RequestError, invalid_argument
+from rag_server.call_context import Gate, Observer, correlation_id_var
+from rag_server.lifecycle import Lifecycle
+from rag_server.request_errors import RequestError, invalid_argument
 from rag_server.retrieval.timing import WorkCancelled
 
 CORRELATION_HEADER = "x-correlation-id"
@@ -40,7 +41,6 @@ HEALTH_PREFIX = "/grpc.health.v1.Health/"
 OPEN_PREFIXES = (HEALTH_PREFIX, "/grpc.reflection.")
 SHUTTING_DOWN = "the server is shutting down; retry elsewhere"
 
-correlation_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="")
 log = logging.getLogger("rag_server.api")
 
 
@@ -54,49 +54,6 @@ def resolve_correlation_id(metadata: Any) -> tuple[str, bool]:
     return uuid.uuid4().hex, False
 
 
-def current_correlation_id() -> str:
-    return correlation_id_var.get()
-
-
-class Lifecycle:
-    """Counts in-flight calls; `drain()` makes new calls (health excepted) fail with UNAVAILABLE.
-
-    A refused call never enters: it is not in flight, so clients retrying against a draining server
-    cannot hold the drain open."""
-
-    def __init__(self) -> None:
-        self.in_flight = 0
-        self.draining = False
-        self.refused = 0  # calls refused with UNAVAILABLE since drain()
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    def enter(self) -> None:
-        self.in_flight += 1
-        self._idle.clear()
-
-    def leave(self) -> None:
-        self.in_flight -= 1
-        if self.in_flight <= 0:
-            self.in_flight = 0
-            self._idle.set()
-
-    def drain(self) -> None:
-        self.draining = True
-
-    async def wait_idle(self, timeout: float) -> bool:
-        """True when no call is in flight within `timeout` seconds."""
-        if self._idle.is_set():
-            return True
-        if timeout <= 0:
-            return False
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
-
-
 def _status_for(exc: BaseException) -> RequestError | None:
     if isinstance(exc, RequestError):
         return exc
@@ -104,19 +61,6 @@ def _status_for(exc: BaseException) -> RequestError | None:
         code = grpc.StatusCode.DEADLINE_EXCEEDED if exc.expired else grpc.StatusCode.CANCELLED
         return RequestError(code, str(exc))
     return None
-
-
-class Gate(Protocol):
-    """Decides whether a call may run (authentication, scopes, rate limits, stream caps)."""
-
-    def admit(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> Callable[[], None] | None:
-        """Raise RequestError to refuse the call; return what to run when the call ends (or None)."""
-
-
-class Observer(Protocol):
-    """Sees every call end (metrics)."""
-
-    def finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None: ...
 
 
 @dataclass

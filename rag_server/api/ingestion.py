@@ -25,8 +25,8 @@ from typing import Any
 import grpc
 from google.protobuf import timestamp_pb2
 
+from ingest.errors import IngestInputError, InputErrorKind
 from rag_server.api import limits as L
-from rag_server.api.errors import RequestError, failed_precondition, invalid_argument, not_found
 from rag_server.api.uploads import UploadsFolder
 from rag_server.api.validation import Violations
 from rag_server.app import App
@@ -34,6 +34,7 @@ from rag_server.config import Settings
 from rag_server.domain import Manifest
 from rag_server.gen.rag.v1 import common_pb2, ingestion_pb2, ingestion_pb2_grpc
 from rag_server.providers.base import Embedder, ProviderError
+from rag_server.request_errors import RequestError, failed_precondition, invalid_argument, not_found
 from rag_server.store.base import Store
 
 log = logging.getLogger("rag_server.api.ingestion")
@@ -42,12 +43,12 @@ DOCUMENT_ID = re.compile(r"^[0-9a-f]{16}$")
 PDF_MAGIC = b"%PDF-"
 MAGIC_WINDOW = 1024  # the PDF header may follow up to 1 KiB of leading bytes
 
-# ingest.build.IngestInputError.kind -> status
+# ingest.errors.IngestInputError.kind -> status
 _INPUT_STATUS = {
-    "not_pdf": grpc.StatusCode.INVALID_ARGUMENT,
-    "corrupt": grpc.StatusCode.INVALID_ARGUMENT,
-    "encrypted": grpc.StatusCode.FAILED_PRECONDITION,
-    "no_monographs": grpc.StatusCode.FAILED_PRECONDITION,
+    InputErrorKind.NOT_PDF: grpc.StatusCode.INVALID_ARGUMENT,
+    InputErrorKind.CORRUPT: grpc.StatusCode.INVALID_ARGUMENT,
+    InputErrorKind.ENCRYPTED: grpc.StatusCode.FAILED_PRECONDITION,
+    InputErrorKind.NO_MONOGRAPHS: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 
@@ -142,7 +143,6 @@ def _is_inside(path: Path, roots: list[Path]) -> bool:
 
 
 def _error_for(exc: BaseException) -> RequestError:
-    from ingest.build import IngestInputError
     from ingest.pipeline import GateFailure
 
     if isinstance(exc, RequestError):

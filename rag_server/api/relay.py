@@ -18,9 +18,10 @@ from typing import Any
 
 import grpc
 
-from rag_server.api.calls import CORRELATION_HEADER, current_correlation_id
+from rag_server.api.calls import CORRELATION_HEADER
 from rag_server.api.ingestion import IngestionServicer
 from rag_server.app import App
+from rag_server.call_context import current_correlation_id
 from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
 
 FORWARDED = frozenset({"authorization", "traceparent", "tracestate"})

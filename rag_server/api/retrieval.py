@@ -17,19 +17,19 @@ from typing import Any
 
 import grpc
 
-from rag_server.api import audit_hook, convert
+from rag_server.api import audit_hook, convert, traces
 from rag_server.api import limits as L
-from rag_server.api.calls import current_correlation_id
-from rag_server.api.errors import failed_precondition, invalid_argument
 from rag_server.api.replies import ReplyCache
 from rag_server.api.validation import Violations
 from rag_server.api.work import run
 from rag_server.app import App
+from rag_server.call_context import current_correlation_id
 from rag_server.domain import Reason
 from rag_server.gen.rag.v1 import common_pb2 as pb
 from rag_server.gen.rag.v1 import retrieval_pb2, retrieval_pb2_grpc
 from rag_server.observability.hooks import note_decision, note_question, patient_texts
 from rag_server.persistence.traces import RetrievalTrace
+from rag_server.request_errors import failed_precondition, invalid_argument
 from rag_server.retrieval import requests
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.routes import retrieve
@@ -163,7 +163,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             if key and result.route in _STABLE_ROUTES and result.decision.reason != Reason.CORPUS_NOT_LOADED:
                 self.replies.put(corpus.generation, key, reply)
         note_decision(reply.decision)  # counted by the metrics when the call ends
-        self._trace(RetrievalTrace.from_retrieve, request, reply, started)
+        self._trace(traces.retrieve_trace, request, reply, started)
         audit_hook.retrieve(self.app, request, result, reply, corpus.manifest)  # queued, never waits
         return reply
 
@@ -187,7 +187,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             if result.decision.reason != Reason.CORPUS_NOT_LOADED:
                 self.replies.put(corpus.generation, key, reply)
         note_decision(reply.decision)
-        self._trace(RetrievalTrace.from_lookup_indication, request, reply, started)
+        self._trace(traces.lookup_indication_trace, request, reply, started)
         return reply
 
     async def AssessPatient(
@@ -216,7 +216,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         )
         reply = convert.assessment_response(result)
         note_decision(reply.decision)
-        self._trace(RetrievalTrace.from_assess_patient, request, reply, started)
+        self._trace(traces.assess_patient_trace, request, reply, started)
         return reply
 
     async def ListDrugs(

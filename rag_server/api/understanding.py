@@ -10,7 +10,6 @@ import grpc
 from rag_server.answer.memory import ConversationNotOwned, prior_of
 from rag_server.answer.pipeline import understand
 from rag_server.api import convert
-from rag_server.api.errors import conversation_not_owned
 from rag_server.api.validation import Violations
 from rag_server.api.work import schedule
 from rag_server.app import App
@@ -19,6 +18,7 @@ from rag_server.gen.rag.v1 import understanding_pb2, understanding_pb2_grpc
 from rag_server.observability.hooks import note_question
 from rag_server.providers.base import MalformedOutput, ProviderError
 from rag_server.reasons import make_decision
+from rag_server.request_errors import conversation_not_owned
 from rag_server.retrieval.timing import Timings
 from rag_server.security.auth import conversation_owner
 from rag_server.understanding.frame import Prior, SituationKind

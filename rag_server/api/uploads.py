@@ -25,8 +25,8 @@ from pathlib import Path
 
 import grpc
 
-from rag_server.api.errors import RequestError
 from rag_server.config import Settings
+from rag_server.request_errors import RequestError
 
 log = logging.getLogger("rag_server.api.uploads")
 

@@ -8,11 +8,10 @@ import unicodedata
 from collections.abc import Sequence
 
 from rag_server.api import limits as L
-from rag_server.api.errors import invalid_argument
 from rag_server.gen.rag.v1 import common_pb2 as pb
+from rag_server.request_errors import invalid_argument
 from rag_server.vocabulary import Vocabulary
 
-MAX_QUERY_CHARS = L.QUERY_CHARS
 DRUG_ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 CONVERSATION_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _ALLOWED_CONTROLS = frozenset("\t\n\r")

@@ -11,8 +11,8 @@ Per kind:
 * must-include recall: each required sentence is a shown claim holding every one of its terms;
 * unrelated-claim rate: shown claims holding none of the item's related terms (items that list them);
   forbidden: shown claims holding a forbidden term;
-* patient facts answered: each fact is named by a shown claim or a notice (a "không tìm thấy" notice
-  counts), or a shown claim holds a related term sharing a word with it;
+* patient facts answered: each fact is named by a shown claim, a notice (a "không tìm thấy" notice
+  counts) or the title of a block with claims, or one of those holds a related term sharing a word with it;
 * gaps said: a notice names the group the section is silent on / says the patient is outside its bounds;
 * tables shown with prose: a table block (rows and image) and a prose claim of the same section;
 * "does X cause Y" not listed: a notice saying the book does not list Y, and no claim.
@@ -150,6 +150,7 @@ class Seen:
     claims: list[tuple[str, str]] = field(default_factory=list)  # (text, section_key)
     notes: list[str] = field(default_factory=list)
     tables: list[tuple[str, int, int]] = field(default_factory=list)  # (section_key, rows, image bytes)
+    titles: list[str] = field(default_factory=list)  # of the blocks with claims ("X: Thời kỳ cho con bú")
     error: str = ""
 
 
@@ -163,6 +164,8 @@ async def _ask(stub: answer_pb2_grpc.AnswerServiceStub, query: str, conversation
         if which == "block":
             block = event.block
             seen.claims += [(c.text, block.section_key) for c in block.claims]
+            if block.claims:
+                seen.titles.append(block.title)
             if block.note:
                 seen.notes.append(block.note)
             if block.HasField("table"):
@@ -254,12 +257,14 @@ def _decision_ok(seen: Seen) -> bool:
 
 
 def _fact_answered(fact: str, seen: Seen) -> bool:
-    texts = [t for t, _ in seen.claims] + seen.notes
+    """Named by a shown claim, a notice, or the title of a block with claims ("Thời kỳ cho con bú" answers
+    "đang cho con bú"), directly or through the item's related terms."""
+    texts = [t for t, _ in seen.claims] + seen.notes + seen.titles
     if any(has(t, fact) for t in texts):
         return True
     words = {w for w in fact.lower().split() if len(w) > 1}
     related = [r for r in seen.item.related_terms if words & set(r.lower().split())]
-    return any(has(t, r) for t, _ in seen.claims for r in related)
+    return any(has(t, r) for t in [*(t for t, _ in seen.claims), *seen.titles] for r in related)
 
 
 def score(seen_all: Sequence[Seen]) -> ClaimsReport:

@@ -54,10 +54,6 @@ class Question:
     conversation: tuple[str, ...] = ()  # earlier questions of the same conversation, asked first
 
     @property
-    def patient_fields(self) -> dict[str, Any]:
-        return dict(self.patient)
-
-    @property
     def indication_text(self) -> str:
         """What LookupIndication is sent: the condition phrase when given, else the whole query."""
         return self.indication or self.query

@@ -23,8 +23,6 @@ from rag_server.gen.rag.v1 import (
     common_pb2,
     retrieval_pb2,
     retrieval_pb2_grpc,
-    understanding_pb2,
-    understanding_pb2_grpc,
 )
 
 ProgressFn = Callable[[int, int], None]
@@ -119,24 +117,31 @@ def outcome_from_indication(
 
 
 async def followed(channel: grpc.aio.Channel, question: Question, timeout_s: float, start: float) -> Outcome:
-    """A follow-up: its conversation's earlier questions through Ask, then the frame Understand reads for
-    it in that conversation (what Ask would act on)."""
+    """A follow-up: its conversation's earlier questions through Ask, then the follow-up through Ask in that
+    conversation, scored on what the answer cited first (the frame Ask acted on when it cited nothing)."""
     conversation_id = f"eval-{uuid.uuid4().hex[:16]}"
     answers = answer_pb2_grpc.AnswerServiceStub(channel)
     for earlier in question.conversation:
         async for _ in answers.Ask(answer_pb2.AskRequest(query=earlier, conversation_id=conversation_id),
                                    timeout=timeout_s):
             pass
-    stub = understanding_pb2_grpc.UnderstandingServiceStub(channel)
-    reply = await stub.Understand(
-        understanding_pb2.UnderstandRequest(query=question.query, conversation_id=conversation_id),
-        timeout=timeout_s,
-    )
-    kind, reason = decision_names(reply.decision) if reply.HasField("decision") else ("ANSWERABLE", "")
-    frame = reply.frame
-    return Outcome(question=question, got_drug_id=frame.drug_ids[0] if frame.drug_ids else "",
-                   got_section_key=frame.section_key, decision_kind=kind, decision_reason=reason,
-                   route="FOLLOWUP", millis=(time.perf_counter() - start) * 1000)
+    final: answer_pb2.AskFinal | None = None
+    async for event in answers.Ask(
+        answer_pb2.AskRequest(query=question.query, conversation_id=conversation_id), timeout=timeout_s
+    ):
+        if event.WhichOneof("event") == "final":
+            final = event.final
+    if final is None:
+        millis = (time.perf_counter() - start) * 1000
+        return Outcome(question=question, error="no final message", millis=millis)
+    kind, reason = decision_names(final.decision)
+    frame = final.frame
+    if final.citations:
+        drug_id, section_key = final.citations[0].drug_id, final.citations[0].section_key
+    else:
+        drug_id, section_key = (frame.drug_ids[0] if frame.drug_ids else ""), frame.section_key
+    return Outcome(question=question, got_drug_id=drug_id, got_section_key=section_key, decision_kind=kind,
+                   decision_reason=reason, route="FOLLOWUP", millis=(time.perf_counter() - start) * 1000)
 
 
 async def ask(

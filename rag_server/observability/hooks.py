@@ -59,20 +59,19 @@ _LABELS: dict[tuple[int, int], tuple[str, str]] = {}
 
 
 def decision_labels(kind: int, reason: int) -> tuple[str, str]:
-    """("ABSTAIN", "OUT_OF_SCOPE"): the enum names without their prefix (an unknown value: its number)."""
+    """("ABSTAIN", "OUT_OF_SCOPE"): the enum names without their prefix (an unknown value: its number).
+    The names come from the contract's enums in protobuf's descriptor pool (registered by the servicers'
+    generated code), not from an import of that code: observability stays below the api."""
     labels = _LABELS.get((kind, reason))
     if labels is None:
-        from rag_server.gen.rag.v1 import common_pb2
+        from rag_server.domain import DecisionKind, Reason  # the domain enums mirror rag.v1's, name for name
 
-        def name(enum: Any, value: int, prefix: str) -> str:
+        def name(enum: type[DecisionKind] | type[Reason], value: int) -> str:
             try:
-                return str(enum.Name(value)).removeprefix(prefix)
+                return enum(value).name
             except ValueError:
                 return str(value)
 
-        labels = (
-            name(common_pb2.DecisionKind, kind, "DECISION_KIND_"),
-            name(common_pb2.DecisionReason, reason, "DECISION_REASON_"),
-        )
+        labels = (name(DecisionKind, kind), name(Reason, reason))
         _LABELS[(kind, reason)] = labels
     return labels

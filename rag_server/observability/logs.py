@@ -2,16 +2,15 @@ r"""Logs of `rag-server serve`: text (default) or one JSON object per line (RAG_
 question text kept out of every line unless RAG_LOG_QUESTIONS=true.
 
 A JSON line: {"time", "level", "logger", "message", "correlation_id"} (the call's x-correlation-id, "" outside
-a call), "caller" (the authenticated key's name, when the security gates set one), "exception" (a
-traceback, when there is one).
+a call), "caller" (the authenticated key's name, when the auth gate admitted one: call_context.py),
+"exception" (a traceback, when there is one).
 
 Question text: no log call of the service writes a question on purpose, but an exception message can
 echo one (a provider's error quoting the request, a database error quoting a value). The servicers note
 each call's question text (`hooks.note_question`); `QuestionRedactor`, a filter on the handler, replaces
 every run of three or more of its words (compared without case and diacritics, so a cut or a reworded copy
 is found too) in the message and the traceback of every record of that call (its worker threads and
-background tasks included) with `[question redacted]`. `redact_question(text)` is the helper
-for a log call that wants to mention a question: the text when allowed, else its length only.
+background tasks included) with `[question redacted]`.
 
 In JSON mode every line the server writes is JSON: log records, the "rag-server listening on HOST:PORT"
 line on stdout and a refusal to start (`say`: the same fields, the message unchanged, so a tool matching
@@ -22,43 +21,28 @@ traceback in "exception") and what native code writes to fd 2 (grpc's C core; na
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import logging
-import re
 import sys
 import threading
-import unicodedata
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from rag_server.call_context import caller_name, current_correlation_id
 from rag_server.config import Settings
 from rag_server.observability.hooks import current_questions
+from rag_server.text.match import folded_words, tokenize
+from rag_server.text.match import words as words_of
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 REDACTED = "[question redacted]"
 MIN_SCRUB_CHARS = 4  # a one-word question shorter than this ("ok") is not searched for
 SHARED_WORDS = 3  # words in a row a log line must share with the question to be redacted
 
-_allow_questions = False
 _json_lines = False  # RAG_LOG_FORMAT=json, set by configure_logging: `say` writes JSON too
 _process = ""  # `serve --workers`: "parent" or "worker N", in every line (JSON field "process")
 
 
-def redact_question(text: str) -> str:
-    """`text` when RAG_LOG_QUESTIONS=true, else a placeholder with its length."""
-    return text if _allow_questions else f"[question redacted: {len(text)} chars]"
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _fold(word: str) -> str:
-    """Case and diacritics folded ("Buồn" -> "buon", "đ" -> "d"): a provider may see a folded question."""
-    decomposed = unicodedata.normalize("NFD", word.casefold().replace("đ", "d"))
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def _scrub(message: str, texts: tuple[str, ...]) -> str:
@@ -66,13 +50,13 @@ def _scrub(message: str, texts: tuple[str, ...]) -> str:
     row, or the whole text when it is shorter) replaced by REDACTED. Words are compared folded, so a cut, a
     rewording around the question's own words (a route dropping the drug name) or a folded copy is found."""
     for text in texts:
-        words = [_fold(w) for w in _WORD.findall(text)]
+        words = folded_words(text)  # case and diacritics folded: a provider may see a folded question
         if not words or (len(words) == 1 and len(words[0]) < MIN_SCRUB_CHARS):
             continue
         n = min(SHARED_WORDS, len(words))
         grams = {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
-        tokens = list(_WORD.finditer(message))
-        folded = [_fold(m.group()) for m in tokens]
+        tokens = words_of(tokenize(message))
+        folded = [t.folded for t in tokens]
         covered = [False] * len(tokens)
         for i in range(len(tokens) - n + 1):
             if tuple(folded[i:i + n]) in grams:
@@ -89,8 +73,8 @@ def _scrub(message: str, texts: tuple[str, ...]) -> str:
             j = i
             while j + 1 < len(tokens) and covered[j + 1]:
                 j += 1
-            out += [message[last:tokens[i].start()], REDACTED]
-            last = tokens[j].end()
+            out += [message[last:tokens[i].start], REDACTED]
+            last = tokens[j].end
             i = j + 1
         out.append(message[last:])
         message = "".join(out)
@@ -126,59 +110,8 @@ class QuestionRedactor(logging.Filter):
         return True
 
 
-# Where the security gates keep the authenticated caller (read only when importable; never created here).
-_CALLER_MODULES = ("rag_server.security.context", "rag_server.security.auth", "rag_server.security.keys",
-                   "rag_server.security")
-_CALLER_NAMES = ("current_caller", "caller_var", "current_caller_var", "current_key")
-_caller_source: list[Callable[[], Any] | None] = []
-
-
-def _find_caller_source() -> Callable[[], Any] | None:
-    for module_name in _CALLER_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            continue
-        for name in _CALLER_NAMES:
-            found = getattr(module, name, None)
-            if found is None:
-                continue
-            get = getattr(found, "get", None)
-            if callable(get) and hasattr(found, "set"):  # a ContextVar
-                return functools.partial(get, None)
-            if callable(found):
-                return found  # type: ignore[no-any-return]
-    return None
-
-
-def current_caller() -> str:
-    """The authenticated key's name of the current call, "" when none (or no security module)."""
-    if not _caller_source:
-        _caller_source.append(_find_caller_source())
-    source = _caller_source[0]
-    if source is None:
-        return ""
-    try:
-        value = source()
-    except Exception:
-        return ""
-    if value is None or isinstance(value, str):
-        return value or ""
-    for attribute in ("name", "key_name", "key_id"):
-        named = getattr(value, attribute, None)
-        if isinstance(named, str) and named:
-            return named
-    return ""
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per line."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        from rag_server.api.calls import current_correlation_id
-
-        self._correlation_id = current_correlation_id
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -186,9 +119,9 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
-            "correlation_id": self._correlation_id(),
+            "correlation_id": current_correlation_id(),
         }
-        caller = current_caller()
+        caller = caller_name()
         if caller:
             out["caller"] = caller
         if _process:
@@ -204,8 +137,6 @@ class JsonFormatter(logging.Formatter):
 
 def make_handler(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler (stderr by default) with the configured format and the question filter."""
-    global _allow_questions
-    _allow_questions = settings.log_questions
     handler = logging.StreamHandler(stream)
     text = TEXT_FORMAT.replace("%(message)s", f"[{_process}] %(message)s") if _process else TEXT_FORMAT
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else logging.Formatter(text))

@@ -3,7 +3,7 @@
 Each server has its own TracerProvider (the global one is left alone, so several servers in one process
 keep their spans apart) and one grpc.aio interceptor from opentelemetry-instrumentation-grpc: a SERVER span
 per call, its parent taken from the caller's `traceparent` metadata when there is one. The span is current
-while the handler runs, so `current_otel_trace_id()` gives the trace id to the trace rows
+while the handler runs, so `call_context.current_otel_trace_id()` gives the trace id to the trace rows
 (persistence/traces.py) and to AskFinal.otel_trace_id. The `TracingObserver` adds the correlation id, the
 status code and the decision to the span when the call ends.
 
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from rag_server.call_context import add_span_source, current_correlation_id, remove_span_source
 from rag_server.config import Settings
 from rag_server.extras import Extra, MissingExtra, require
 from rag_server.observability.hooks import decision_labels, decision_var
@@ -33,21 +34,6 @@ log = logging.getLogger("rag_server.observability")
 # cannot wrap it, and a watch is a connection-long stream, not a request.
 UNTRACED_METHODS = frozenset({"/grpc.health.v1.Health/Watch"})
 
-_servers_tracing = 0  # servers of this process with tracing on: the trace id lookup is free while 0
-_get_current_span: Callable[[], Any] | None = None
-
-
-def current_otel_trace_id() -> str:
-    """The 32-hex-digit trace id of the current span, "" when tracing is off or no span is current."""
-    if not _servers_tracing or _get_current_span is None:
-        return ""
-    try:
-        context = _get_current_span().get_span_context()
-    except Exception:  # pragma: no cover - fail-open
-        return ""
-    return format(context.trace_id, "032x") if context.is_valid else ""
-
-
 def _traced(details: grpc.HandlerCallDetails) -> bool:
     return details.method not in UNTRACED_METHODS
 
@@ -56,7 +42,6 @@ class Tracing:
     """The tracer provider, exporter and interceptor of one server."""
 
     def __init__(self, settings: Settings) -> None:
-        global _servers_tracing, _get_current_span
         require(Extra.OTEL, "RAG_OTEL=true")
         try:
             from opentelemetry import trace
@@ -69,7 +54,6 @@ class Tracing:
                 f"RAG_OTEL=true needs the 'otel' extra ({exc}); "
                 "install it with: pip install 'formulary-rag[otel]'"
             ) from None
-        self.exporter_name = settings.otel_exporter
         self.provider: TracerProvider = TracerProvider(
             resource=Resource.create({"service.name": settings.otel_service_name})
         )
@@ -93,9 +77,9 @@ class Tracing:
         self.interceptor: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
             tracer_provider=self.provider, filter_=_traced
         )
-        self.observer = TracingObserver(trace.get_current_span)
-        _get_current_span = trace.get_current_span
-        _servers_tracing += 1
+        self._current_span = trace.get_current_span
+        self.observer = TracingObserver(self._current_span)
+        add_span_source(self._current_span)  # the trace id of trace rows and AskFinal (call_context)
         self._open = True
 
     def finished_spans(self) -> list[ReadableSpan]:
@@ -104,11 +88,10 @@ class Tracing:
 
     def close(self) -> None:
         """Flush and stop the exporter (bounded by the SDK's own timeouts)."""
-        global _servers_tracing
         if not self._open:
             return
         self._open = False
-        _servers_tracing = max(0, _servers_tracing - 1)
+        remove_span_source(self._current_span)
         try:
             self.provider.shutdown()
         except Exception:
@@ -120,8 +103,6 @@ class TracingObserver:
 
     def __init__(self, current_span: Callable[[], Any]) -> None:
         from opentelemetry.trace import Status, StatusCode
-
-        from rag_server.api.calls import current_correlation_id
 
         self._current_span = current_span
         self._correlation_id = current_correlation_id

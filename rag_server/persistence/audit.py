@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol
+
+from rag_server.text.normalize import nfc
 
 FORMAT_VERSION = 1
 GENESIS = "0" * 64  # prev_hash of record 1
@@ -98,7 +99,7 @@ def link(prev_hash: str, seq: int, entry: Entry) -> tuple[str, str]:
 
 def question_digest(text: str) -> str:
     """sha256 hex of the question trimmed and NFC-normalised (what an operator recomputes to find it)."""
-    return hashlib.sha256(unicodedata.normalize("NFC", text.strip()).encode("utf-8")).hexdigest()
+    return hashlib.sha256(nfc(text.strip()).encode("utf-8")).hexdigest()
 
 
 # --- building an entry ------------------------------------------------------------------------------------
@@ -194,7 +195,7 @@ def build_entry(
     if question.strip():
         asked = {"sha256": question_digest(question)}
         if question_mode == "text":
-            asked["text"] = unicodedata.normalize("NFC", question.strip())
+            asked["text"] = nfc(question.strip())
     entry: Entry = {
         "v": FORMAT_VERSION,
         "at": at or utc_now(),

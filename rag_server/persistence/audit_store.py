@@ -25,6 +25,7 @@ import logging
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,7 +49,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rag_server.audit")
 
-FAILURE_REASONS = ("queue_full", "closed", "write_error", "build_error", "shutdown")
+
+class AuditFailure(StrEnum):
+    """Why an audit record was not written (each logged at ERROR, counted by reason)."""
+
+    QUEUE_FULL = "queue_full"
+    CLOSED = "closed"
+    WRITE_ERROR = "write_error"
+    BUILD_ERROR = "build_error"
+    SHUTDOWN = "shutdown"
+
+
 _TAIL_BLOCK = 64 * 1024
 
 
@@ -346,7 +357,7 @@ class AuditWriter:
         self.drain_timeout_s = drain_timeout_s
         self.retry_delays = tuple(retry_delays)
         self.written = 0
-        self.failures: dict[str, int] = dict.fromkeys(FAILURE_REASONS, 0)
+        self.failures: dict[AuditFailure, int] = dict.fromkeys(AuditFailure, 0)
         self._queue: deque[Entry] = deque()
         self._in_flight: list[Entry] = []
         self._task: asyncio.Task[None] | None = None
@@ -360,10 +371,10 @@ class AuditWriter:
         """Queue `entry` for the chain; never raises, never waits."""
         try:
             if self._closed:
-                self._lost([entry], "closed", "the audit writer is closed")
+                self._lost([entry], AuditFailure.CLOSED, "the audit writer is closed")
                 return
             if self.pending >= self.max_pending:
-                self._lost([entry], "queue_full", f"{self.pending} records already waiting")
+                self._lost([entry], AuditFailure.QUEUE_FULL, f"{self.pending} records already waiting")
                 return
             self._queue.append(entry)
             if self._task is None or self._task.done():
@@ -372,15 +383,15 @@ class AuditWriter:
                     self._run(), name="audit-writer", context=contextvars.Context()
                 )
         except Exception:  # no running loop, a bug ...
-            self._lost([entry], "write_error", "could not queue it", exc_info=True)
+            self._lost([entry], AuditFailure.WRITE_ERROR, "could not queue it", exc_info=True)
 
     def build_failed(self, rpc: str, correlation_id: str) -> None:
         """The servicer could not build the entry of a call (logged with its traceback, counted)."""
-        self.failures["build_error"] += 1
+        self.failures[AuditFailure.BUILD_ERROR] += 1
         log.error("audit record of %s (correlation id %s) NOT written: it could not be built", rpc,
                   correlation_id, exc_info=True)
 
-    def _lost(self, entries: Sequence[Entry], reason: str, why: str, exc_info: bool = False) -> None:
+    def _lost(self, entries: Sequence[Entry], reason: AuditFailure, why: str, exc_info: bool = False) -> None:
         self.failures[reason] = self.failures.get(reason, 0) + len(entries)
         for entry in entries:
             log.error("audit record of %s (correlation id %s) NOT written (%s): %s", entry.get("rpc", "?"),
@@ -394,7 +405,7 @@ class AuditWriter:
                 await self._append(self._in_flight)
                 self._in_flight = []
         except asyncio.CancelledError:
-            self._lost([*self._in_flight, *self._queue], "shutdown",
+            self._lost([*self._in_flight, *self._queue], AuditFailure.SHUTDOWN,
                        f"still waiting after the {self.drain_timeout_s:g} s drain (the last batch may have "
                        "been written)")
             self._in_flight = []
@@ -409,7 +420,8 @@ class AuditWriter:
                 return
             except Exception as exc:  # any store failure: retried, then logged and counted
                 if attempt == len(self.retry_delays):
-                    self._lost(batch, "write_error", f"{self.store.where}: {type(exc).__name__}: {exc}")
+                    why = f"{self.store.where}: {type(exc).__name__}: {exc}"
+                    self._lost(batch, AuditFailure.WRITE_ERROR, why)
                     return
                 log.warning("audit append to %s failed (%s: %s); retrying", self.store.where,
                             type(exc).__name__, exc)

@@ -1,20 +1,21 @@
 """Traces: one row per Retrieve/LookupIndication/AssessPatient/Ask call. Saving is fail-open.
 
-The servicers build a RetrievalTrace on every call; asyncpg (the `postgres` extra) is imported only by the
-TraceStore that saves it, so a server without a database needs no PostgreSQL driver."""
+A RetrievalTrace is a plain record of the call (strings, lists, a frame summary): the servicers make one on
+every call from their reply (rag_server/api/traces.py converts the wire messages; nothing here knows the
+protobuf contract). asyncpg (the `postgres` extra) is imported only by the TraceStore that saves it, so a
+server without a database needs no PostgreSQL driver."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rag_server.gen.rag.v1 import answer_pb2, common_pb2, retrieval_pb2
-from rag_server.observability.tracing import current_otel_trace_id
+from rag_server.call_context import current_otel_trace_id
+from rag_server.domain import DecisionKind, Reason
 
 if TYPE_CHECKING:
     import asyncpg
@@ -27,29 +28,6 @@ _COLUMNS = (
     "citations, otel_trace_id"
 )
 _PLACEHOLDERS = ", ".join(f"${i}" for i in range(1, _COLUMNS.count(",") + 2))
-
-
-def _enum_label(enum: Any, value: int, prefix: str) -> str:
-    return str(enum.Name(value)).removeprefix(prefix).lower()
-
-
-def _decision(decision: common_pb2.Decision) -> tuple[str, str]:
-    return (
-        _enum_label(common_pb2.DecisionKind, decision.kind, "DECISION_KIND_"),
-        _enum_label(common_pb2.DecisionReason, decision.reason, "DECISION_REASON_"),
-    )
-
-
-def _timings(stages: Iterable[common_pb2.StageTiming]) -> dict[str, float]:
-    """{stage: millis}; a stage that ran more than once is summed."""
-    out: dict[str, float] = {}
-    for t in stages:
-        out[t.stage] = out.get(t.stage, 0.0) + t.millis
-    return out
-
-
-def _unique(ids: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
 
 
 @dataclass(frozen=True)
@@ -74,78 +52,14 @@ class RetrievalTrace:
     otel_trace_id: str = ""  # the OpenTelemetry trace of the call (RAG_OTEL), "" when none was current
 
     @classmethod
-    def from_retrieve(
-        cls,
-        request: retrieval_pb2.RetrieveRequest,
-        response: retrieval_pb2.RetrieveResponse,
-        correlation_id: str,
-        corpus_generation: str = "",
-    ) -> RetrievalTrace:
-        kind, reason = _decision(response.decision)
-        frame = request.frame
-        return cls(
-            correlation_id=correlation_id,
-            rpc="RetrievalService/Retrieve",
-            query=request.query or frame.query,
-            drug_ids=[request.drug_id] if request.drug_id else list(frame.drug_ids),
-            section_key=request.section_key or frame.section_key,
-            route=_enum_label(retrieval_pb2.Route, response.route, "ROUTE_"),
-            decision_kind=kind,
-            decision_reason=reason,
-            evidence_chunk_ids=[e.chunk_id for e in response.evidence],
-            omitted_chunk_ids=list(response.omitted_evidence_ids),
-            timings=_timings(response.timings),
-            corpus_generation=corpus_generation,
-            otel_trace_id=current_otel_trace_id(),
-        )
-
-    @classmethod
-    def from_lookup_indication(
-        cls,
-        request: retrieval_pb2.LookupIndicationRequest,
-        response: retrieval_pb2.LookupIndicationResponse,
-        correlation_id: str,
-        corpus_generation: str = "",
-    ) -> RetrievalTrace:
-        """route is the match stage ("keyword" | "dense"), "none" when nothing matched."""
-        kind, reason = _decision(response.decision)
-        return cls(
-            correlation_id=correlation_id,
-            rpc="RetrievalService/LookupIndication",
-            query=request.indication,
-            route=response.match_stage or "none",
-            decision_kind=kind,
-            decision_reason=reason,
-            evidence_chunk_ids=_unique(e.chunk_id for c in response.candidates for e in c.evidence),
-            timings=_timings(response.timings),
-            corpus_generation=corpus_generation,
-            otel_trace_id=current_otel_trace_id(),
-        )
-
-    @classmethod
-    def from_assess_patient(
-        cls,
-        request: retrieval_pb2.AssessPatientRequest,
-        response: retrieval_pb2.AssessPatientResponse,
-        correlation_id: str,
-        corpus_generation: str = "",
-    ) -> RetrievalTrace:
-        """The drugs assessed and the evidence found; the patient facts themselves are not stored."""
-        kind, reason = _decision(response.decision)
-        return cls(
-            correlation_id=correlation_id,
-            rpc="RetrievalService/AssessPatient",
-            drug_ids=list(request.drug_ids),
-            route="assess_patient",
-            decision_kind=kind,
-            decision_reason=reason,
-            evidence_chunk_ids=_unique(
-                e.chunk_id for a in response.assessments for f in a.facets for e in f.evidence
-            ),
-            timings=_timings(response.timings),
-            corpus_generation=corpus_generation,
-            otel_trace_id=current_otel_trace_id(),
-        )
+    def of(cls, rpc: str, correlation_id: str, kind: DecisionKind, reason: Reason, route: str,
+           **fields: Any) -> RetrievalTrace:
+        """The trace of one call from its decision (labels: the enum names in lower case, "answerable",
+        "grounded_evidence_available"), its route label and the other fields; the OpenTelemetry trace id is
+        the current span's unless given."""
+        otel = str(fields.pop("otel_trace_id", "") or current_otel_trace_id())
+        return cls(correlation_id=correlation_id, rpc=rpc, route=route, decision_kind=kind.name.lower(),
+                   decision_reason=reason.name.lower(), otel_trace_id=otel, **fields)
 
     def _row(self) -> tuple[Any, ...]:
         return (
@@ -165,43 +79,6 @@ class RetrievalTrace:
             corpus_generation=r["corpus_generation"], drug_ids=list(r["drug_ids"]),
             section_key=r["section_key"], created_at=r["created_at"], frame=r["frame"],
             citations=list(r["citations"]), otel_trace_id=r["otel_trace_id"],
-        )
-
-    @classmethod
-    def from_ask(
-        cls,
-        request: answer_pb2.AskRequest,
-        final: answer_pb2.AskFinal,
-        correlation_id: str,
-        corpus_generation: str = "",
-    ) -> RetrievalTrace:
-        """One row per Ask: question, frame (drugs, section, turn type), route, decision, citations."""
-        kind, reason = _decision(final.decision)
-        f = final.frame
-        return cls(
-            correlation_id=correlation_id,
-            rpc="AnswerService/Ask",
-            query=request.query,
-            conversation_id=request.conversation_id or None,
-            drug_ids=list(f.drug_ids),
-            section_key=f.section_key,
-            route=_enum_label(retrieval_pb2.Route, final.route, "ROUTE_"),
-            decision_kind=kind,
-            decision_reason=reason,
-            evidence_chunk_ids=[c.chunk_id for c in final.citations],
-            timings=_timings(final.timings),
-            corpus_generation=corpus_generation,
-            trace_id=uuid.UUID(final.trace_id) if final.trace_id else uuid.uuid4(),
-            frame={
-                "turn_type": _enum_label(common_pb2.TurnType, f.turn_type, "TURN_TYPE_"),
-                "drug_ids": list(f.drug_ids), "section_key": f.section_key, "indication": f.indication,
-            } if final.HasField("frame") else None,
-            citations=[
-                {"chunk_id": c.chunk_id, "drug_id": c.drug_id, "section_key": c.section_key,
-                 "printed_page": c.source.printed_page}
-                for c in final.citations
-            ],
-            otel_trace_id=final.otel_trace_id or current_otel_trace_id(),
         )
 
 

@@ -1,7 +1,7 @@
 """The Retriever's caches, all living exactly as long as its generation (so never stale):
 
-* `QueryVectors`: query embeddings by normalised text (NFKC, lower case, single spaces): the same question
-  asked again, or by many clients, is embedded once;
+* `QueryVectors`: query embeddings by normalised text (text.normalize.canonical: NFC, lower case, single
+  spaces): the same question asked again, or by many clients, is embedded once;
 * `Lru`: the whole sections already looked up (section.py), so a hot section is one dictionary lookup.
 
 Bounded LRU; thread-safe (the worker pool and the event loop share them). Size 0 disables a cache.
@@ -10,17 +10,14 @@ Bounded LRU; thread-safe (the worker pool and the event loop share them). Size 0
 from __future__ import annotations
 
 import threading
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from rag_server.text.normalize import canonical
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-
-
-def normalised(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
 class Lru(Generic[K, V]):
@@ -70,4 +67,4 @@ class QueryVectors:
 
     def get(self, text: str, embed: Callable[[], list[float]]) -> list[float]:
         """The vector of `text` (by normalised text), made by `embed()` when it is not cached."""
-        return self._vectors.get_or_make(normalised(text), embed)
+        return self._vectors.get_or_make(canonical(text), embed)

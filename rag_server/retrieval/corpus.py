@@ -125,3 +125,4 @@ class _InlineReranker:
 
     def rerank_guarded(self, query: str, docs: Sequence[RerankDoc], top_k: int) -> RerankOutcome:
         raise NeedsWorker("reranker")
+

@@ -100,9 +100,6 @@ def group_by_drug(hits: Sequence[Hit], policy: EvidencePolicy) -> list[Indicatio
     return candidates[: policy.indication_candidate_limit]
 
 
-NO_CONDITION = "không có tên bệnh hay tình trạng nào để tra"
-
-
 def lookup(indication: str, corpus: Corpus, providers: Providers, timings: Timings) -> IndicationResult:
     """Conditions only: generic words get no drugs; keyword pass, then synonyms, then the dense fallback."""
     language = corpus.language
@@ -110,7 +107,8 @@ def lookup(indication: str, corpus: Corpus, providers: Providers, timings: Timin
         return IndicationResult(make_decision(Reason.CORPUS_NOT_LOADED), indication=indication)
     toks = tokenize(indication)
     if only_generic(toks, language):
-        decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE, detail=NO_CONDITION)
+        no_condition = language.strings.details["no_condition"]
+        decision = make_decision(Reason.INSUFFICIENT_RETRIEVAL_SCORE, detail=no_condition)
         return IndicationResult(decision, [], indication=indication)
     index = corpus.indications
     phrases = list(dict.fromkeys([indication.strip(), strip_indication_head(indication, language.rules)]))

@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag_server.domain import Chunk, ChunkKind, Hit, ScoreKind
-from rag_server.text.match import Tok, compatible, tokenize, words
+from rag_server.text.match import Tok, find, phrase, tokenize, words
 
 
 @dataclass(frozen=True)
 class PreparedChunk:
-    """A chi_dinh chunk with its words tokenized once (cached per served generation)."""
+    """An indication-section chunk with its words tokenized once (cached per served generation)."""
 
     chunk: Chunk
     words: tuple[Tok, ...]
@@ -38,29 +38,16 @@ def keyword_score(position: int, word_count: int) -> float:
     return 1.0 + 1.0 / (1.0 + position) + 1.0 / (1.0 + word_count / 40.0)
 
 
-def phrase_hits(phrase_words: Sequence[Tok], chunk: PreparedChunk) -> list[int]:
-    """Word offsets of the phrase in the chunk (contiguous, word-boundary exact on the folded words, from
-    where its first word occurs), then the accent check."""
-    folded = tuple(t.folded for t in phrase_words)
-    if not folded:
-        return []
-    n = len(folded)
-    return [
-        i
-        for i in chunk.positions.get(folded[0], ())
-        if chunk.folded[i : i + n] == folded
-        and all(compatible(p, c.raw, c.folded) for p, c in zip(phrase_words, chunk.words[i:], strict=False))
-    ]
-
-
 def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> list[Hit]:
-    phrase_words = words(tokenize(indication))
-    if not phrase_words:
+    """The chunks where the indication occurs as a phrase (text.match.find, tried only where its first
+    word occurs; a word typed with diacritics must match them), best first."""
+    if not words(tokenize(indication)):
         return []
+    pat = phrase(indication)
     hits: list[Hit] = []
     for item in chunks:
         prepared = item if isinstance(item, PreparedChunk) else prepare([item])[0]
-        positions = phrase_hits(phrase_words, prepared)
+        positions = find(prepared.words, pat, typed=True, starts=prepared.positions.get(pat.folded[0], ()))
         if positions:
             score = keyword_score(positions[0], len(prepared.words))
             hits.append(Hit(prepared.chunk, score, ScoreKind.LEXICAL))
@@ -70,7 +57,7 @@ def keyword_pass(chunks: Sequence[Chunk | PreparedChunk], indication: str) -> li
 
 @dataclass(frozen=True)
 class IndicationIndex:
-    """Every chi_dinh prose chunk of the served generation, tokenized once, with an inverted index of its
+    """Every indication prose chunk of the served generation, tokenized once, with an inverted index of its
     folded words: a phrase is looked for only in the chunks holding all of its words, so a lookup costs the
     chunks that could match, not the whole book. An indication none of whose words occurs there has nothing
     near it: the dense fallback is not tried."""

@@ -5,8 +5,8 @@ A section whose whole prose is short and points to another section ("Xem mục �
 route appends the section pointed to (one hop, never to itself). A pointer inside a long section is left
 alone: that section is the answer.
 
-The heading after "xem [thêm] [mục|phần]" is the longest run of the following words that
-`Vocabulary.heading_key` resolves (case, accents, quotes and punctuation ignored).
+The heading after "xem [thêm] [mục|phần]" (the words of sections.toml [pointer]) is the longest run of the
+following words that `Vocabulary.heading_key` resolves (case, accents, quotes and punctuation ignored).
 """
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rag_server.domain import Chunk, ChunkKind
-from rag_server.text.normalize import tokens
+from rag_server.text.match import folded_words
 from rag_server.vocabulary import Vocabulary
 
 MAX_POINTER_WORDS = 40  # a section of at most this many words (exclusive) may be a mere pointer
 MAX_HEADING_WORDS = 10
-_SEE = "xem"
-_ALSO = "them"
-_KINDS = ("muc", "phan")
 
 
 def prose_text(chunks: Iterable[Chunk]) -> str:
@@ -32,15 +29,16 @@ def prose_text(chunks: Iterable[Chunk]) -> str:
 
 def referenced_sections(text: str, vocabulary: Vocabulary) -> list[str]:
     """Section keys named after each "xem [thêm] [mục|phần]" in `text`, in order, without repeats."""
-    words = tokens(text)
+    pointer = vocabulary.pointer
+    words = folded_words(text)
     found: list[str] = []
     for i, word in enumerate(words):
-        if word != _SEE:
+        if word not in pointer.see:
             continue
         j = i + 1
-        if j < len(words) and words[j] == _ALSO:
+        if j < len(words) and words[j] in pointer.also:
             j += 1
-        if j < len(words) and words[j] in _KINDS:
+        if j < len(words) and words[j] in pointer.kinds:
             j += 1
         key = _longest_heading(words[j : j + MAX_HEADING_WORDS], vocabulary)
         if key is not None and key not in found:
@@ -58,6 +56,6 @@ def _longest_heading(words: list[str], vocabulary: Vocabulary) -> str | None:
 
 def pointer_targets(section_key: str, text: str, vocabulary: Vocabulary) -> list[str]:
     """The other sections a short section merely points to ([] for a long section or no pointer)."""
-    if len(tokens(text)) >= MAX_POINTER_WORDS:
+    if len(folded_words(text)) >= MAX_POINTER_WORDS:
         return []
     return [k for k in referenced_sections(text, vocabulary) if k != section_key]

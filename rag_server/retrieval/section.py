@@ -24,7 +24,7 @@ from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter, SparseVector, Store
 from rag_server.text.bm25 import query_vector
-from rag_server.text.normalize import tokens
+from rag_server.text.match import folded_words
 from rag_server.understanding.frame import QueryFrame
 
 _LEXICAL_POOL_MIN_SCORE = 5.0  # distinct matched content terms of the question
@@ -158,7 +158,7 @@ def followed(corpus: Corpus, drug_id: str, section: WholeSection, timings: Timin
 
 def pool_terms(frame: QueryFrame, stopwords: frozenset[str]) -> list[str]:
     """The distinct content words of the question's asked terms (folded), the pooling gate's terms."""
-    words = [w for term in frame.asked_terms for w in tokens(term.text)]
+    words = [w for term in frame.asked_terms for w in folded_words(term.text)]
     return [w for w in dict.fromkeys(words) if w not in stopwords and len(w) >= 2 and not w.isdigit()]
 
 

@@ -3,20 +3,20 @@
 Auth is on while `<data-dir>/keys.json` holds a key (keys.py); with no key file every caller is admitted,
 exactly as before keys existed. A missing or unknown key is UNAUTHENTICATED, a known key without the scope
 PERMISSION_DENIED; both carry a google.rpc.ErrorInfo (domain "formulary-rag") whose metadata names the
-method and the scope it needs. The admitted caller is in `current_caller` for later gates and for logs.
+method and the scope it needs. The admitted caller is in `call_context.current_caller` for later gates, the
+audit and the logs.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-from rag_server.api.errors import permission_denied, unauthenticated
+from rag_server.call_context import Caller, caller_name, current_caller
 from rag_server.persistence.conversations import ANONYMOUS_OWNER
+from rag_server.request_errors import permission_denied, unauthenticated
 from rag_server.security.keys import KeyStore
 
 log = logging.getLogger("rag_server.security")
@@ -41,18 +41,6 @@ DEFAULT_SCOPE = "admin"
 API_KEY_MISSING = "API_KEY_MISSING"
 API_KEY_INVALID = "API_KEY_INVALID"
 SCOPE_MISSING = "SCOPE_MISSING"
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the name and scopes of the API key that was admitted."""
-
-    name: str
-    scopes: tuple[str, ...]
-
-
-# The caller of the current call: None when auth is off (no key file) or before the auth gate ran.
-current_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("current_caller", default=None)
 
 
 def scope_for(method: str) -> str:
@@ -103,13 +91,6 @@ class AuthGate:
             )
         current_caller.set(Caller(record.name, record.scopes))
         return None
-
-
-def caller_name() -> str:
-    """The admitted key's name, or "" (auth off): for logs and per-key limits."""
-    caller = current_caller.get()
-    return caller.name if caller is not None else ""
-
 
 
 def conversation_owner() -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 import grpc
 
-from rag_server.api.errors import permission_denied
 from rag_server.config import Settings
+from rag_server.request_errors import permission_denied
 from rag_server.security.keys import KeyStore
 
 log = logging.getLogger("rag_server.security")

@@ -13,13 +13,12 @@ from typing import Any
 
 import grpc
 
-from rag_server.api.errors import resource_exhausted
-from rag_server.security.auth import caller_name
+from rag_server.call_context import caller_name
+from rag_server.request_errors import resource_exhausted
 
 RATE_LIMITED = "RATE_LIMITED"
 STREAM_CAP_REACHED = "STREAM_CAP_REACHED"
 ASK_METHOD = "/rag.v1.AnswerService/Ask"
-ANONYMOUS = ""  # the bucket keyless callers share while auth is off
 
 
 class RateLimitGate:
@@ -33,11 +32,6 @@ class RateLimitGate:
         self.burst = float(burst)
         self.clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # caller -> (tokens, when counted)
-
-    def wait_s(self, caller: str) -> float:
-        """Seconds until `caller` has a token (0: one is there now). Takes nothing."""
-        tokens = self._tokens(caller, self.clock())
-        return 0.0 if tokens >= 1 else (1 - tokens) / self.rate
 
     def _tokens(self, caller: str, now: float) -> float:
         tokens, stamp = self._buckets.get(caller, (self.burst, now))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_server.api.calls import Gate
+from rag_server.call_context import Gate
 from rag_server.config import Settings
 from rag_server.security import exposure
 from rag_server.security.auth import AuthGate

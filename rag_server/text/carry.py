@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from rag_server.text.match import Tok, phrase, tokenize
+from rag_server.text.match import Tok, find, phrase, tokenize
 from rag_server.text.words import read_words
 
 _SENTENCE_END = re.compile(r"[.!?;…\n]")
@@ -24,23 +24,6 @@ _SENTENCE_END = re.compile(r"[.!?;…\n]")
 @lru_cache(maxsize=8192)
 def _tokens(text: str) -> tuple[Tok, ...]:
     return tuple(tokenize(text))
-
-
-def _syllable_hits(toks: tuple[Tok, ...], form: str) -> list[tuple[int, int]]:
-    pat = phrase(form)
-    n = len(pat)
-    if not n:
-        return []
-    plain = pat.raw == pat.folded
-    out: list[tuple[int, int]] = []
-    for i, tok in enumerate(toks):
-        if tok.folded != pat.folded[0] or i + n > len(toks):
-            continue
-        if all(
-            toks[i + k].folded == pat.folded[k] and (plain or toks[i + k].raw == pat.raw[k]) for k in range(n)
-        ):
-            out.append((i, n))
-    return out
 
 
 def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
@@ -61,7 +44,9 @@ def spans(text: str, forms: Iterable[str]) -> list[tuple[int, int]]:
     toks = _tokens(text)
     found: set[tuple[int, int]] = set()
     for form in dict.fromkeys(forms):
-        for i, n in _syllable_hits(toks, form):
+        pat = phrase(form)  # the syllables first, its own typing deciding the accents
+        n = len(pat)
+        for i in find(toks, pat, typed=True):
             start, end = toks[i].start, toks[i + n - 1].end
             if (start, end) not in found and _on_word_boundaries(text, start, end, n):
                 found.add((start, end))

@@ -1,6 +1,7 @@
-"""The one phrase matcher: question tokens kept in two aligned forms (accented and folded) and
-accent-compatible phrase matching, used by understanding (drug names, medications, conditions, scope) and
-by the section vocabulary alike.
+"""The one tokenizer and the one phrase matcher of the service: text tokens kept in two aligned forms
+(accented and folded; `tokenize`, or `folded_words` for the folded words alone) and accent-compatible
+phrase matching, used by understanding (drug names, medications, conditions, scope), retrieval (the
+indication keyword pass, asked terms carried by a chunk) and the section vocabulary alike.
 
 Two accent rules (`AccentRule`):
 * TEXT (default): a text typed entirely without diacritics is matched loosely, each token matching any
@@ -22,7 +23,7 @@ from enum import Enum
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from rag_server.text.normalize import fold
+from rag_server.text.normalize import fold, nfkc
 
 _TOKEN = re.compile(r"[^\W_]+|[,.;:?!/+()]", re.UNICODE)
 _D = str.maketrans({"Ð": "đ", "Đ": "đ", "ð": "đ"})
@@ -48,8 +49,32 @@ class Tok(NamedTuple):  # a tuple: a question or a chunk makes hundreds of them 
 @lru_cache(maxsize=65536)
 def _forms(word: str) -> tuple[str, str]:
     """(raw, folded) of one token as matched (words repeat: the cache turns most into one lookup)."""
-    raw = unicodedata.normalize("NFKC", word).translate(_D).lower()
+    raw = nfkc(word).translate(_D).lower()
     return raw, raw if raw in PUNCT else fold(raw)
+
+
+def _nfkc_offsets(text: str) -> tuple[str, list[int] | None, list[int] | None]:
+    """NFKC `text`, and for each of its characters the [start, end) in `text` of the character (with its
+    combining marks) it comes from; None, None when NFKC leaves `text` as it is (nearly always)."""
+    norm = nfkc(text)
+    if norm == text:
+        return norm, None, None
+    starts: list[int] = []
+    ends: list[int] = []
+    pieces: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i + 1
+        while j < len(text) and unicodedata.combining(text[j]):
+            j += 1
+        piece = nfkc(text[i:j])
+        pieces.append(piece)
+        starts.extend([i] * len(piece))
+        ends.extend([j] * len(piece))
+        i = j
+    if "".join(pieces) != norm:  # composition across characters (never in Vietnamese): offsets as read
+        return norm, None, None
+    return norm, starts, ends
 
 
 class AccentRule(Enum):
@@ -58,15 +83,21 @@ class AccentRule(Enum):
 
 
 def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
-    """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters)."""
-    text = unicodedata.normalize("NFKC", text)
-    matches = list(_TOKEN.finditer(text))
+    """Word and punctuation tokens of NFKC-normalised text (full-width letters are plain letters, "…" is
+    three full stops), with their offsets in `text` itself."""
+    norm, starts, ends = _nfkc_offsets(text)
+    matches = list(_TOKEN.finditer(norm))
     forms = [_forms(m.group()) for m in matches]
     plain = [raw == f for raw, f in forms]
     if accents is AccentRule.TEXT:
         plain = [all(plain)] * len(plain)
+    if starts is None or ends is None:
+        return [
+            Tok(raw, f, m.start(), m.end(), loose)
+            for m, (raw, f), loose in zip(matches, forms, plain, strict=True)
+        ]
     return [
-        Tok(raw, f, m.start(), m.end(), loose)
+        Tok(raw, f, starts[m.start()], ends[m.end() - 1], loose)
         for m, (raw, f), loose in zip(matches, forms, plain, strict=True)
     ]
 
@@ -102,6 +133,11 @@ class Phrase:
     def __len__(self) -> int:
         return len(self.raw)
 
+    @property
+    def plain(self) -> bool:
+        """Typed without diacritics (its accented and folded forms are the same)."""
+        return self.raw == self.folded
+
 
 @lru_cache(maxsize=65536)
 def phrase(text: str) -> Phrase:
@@ -115,19 +151,33 @@ def compatible(tok: Tok, raw: str, folded: str) -> bool:
     return tok.folded == folded and (tok.loose or tok.raw == raw)
 
 
-def match_at(toks: Sequence[Tok], i: int, pat: Phrase) -> bool:
+def match_at(toks: Sequence[Tok], i: int, pat: Phrase, typed: bool = False) -> bool:
+    """Whether `pat` occurs at token i. The text's tokens decide the accents (`Tok.loose`), or, with
+    `typed`, the pattern's own typing: a pattern typed without diacritics matches by folding alone, one
+    typed with them must match them ("buồn ngủ" is not "buồn nôn"), however the text is typed."""
     n = len(pat)
     if n == 0 or i + n > len(toks):
         return False
+    if typed:
+        loose = pat.plain
+        return all(
+            toks[i + j].folded == pat.folded[j] and (loose or toks[i + j].raw == pat.raw[j]) for j in range(n)
+        )
     return all(compatible(toks[i + j], pat.raw[j], pat.folded[j]) for j in range(n))
 
 
-def find(toks: Sequence[Tok], pat: Phrase) -> list[int]:
-    """Start indices where the phrase occurs (contiguous, word-boundary exact, accent-compatible)."""
+def find(
+    toks: Sequence[Tok], pat: Phrase, typed: bool = False, starts: Iterable[int] | None = None
+) -> list[int]:
+    """Start indices where the phrase occurs (contiguous, word-boundary exact, accent-compatible; `typed`:
+    see `match_at`), in text order. `starts`: the only positions to try (a caller's index of where the
+    phrase's first folded word occurs), else every token."""
     if not len(pat):
         return []
+    if starts is not None:
+        return [i for i in starts if match_at(toks, i, pat, typed)]
     first = pat.folded[0]
-    return [i for i, t in enumerate(toks) if t.folded == first and match_at(toks, i, pat)]
+    return [i for i, t in enumerate(toks) if t.folded == first and match_at(toks, i, pat, typed)]
 
 
 class Phrases(tuple[Phrase, ...]):
@@ -171,7 +221,13 @@ class Phrases(tuple[Phrase, ...]):
 
 def word_forms(text: str) -> list[tuple[str, str]]:
     """(raw, folded) of every token of `text`, as `tokenize` makes them, without offsets or Tok objects."""
-    return [_forms(piece) for piece in _TOKEN.findall(unicodedata.normalize("NFKC", text))]
+    return [_forms(piece) for piece in _TOKEN.findall(nfkc(text))]
+
+
+def folded_words(text: str) -> list[str]:
+    """The folded words of `text` as `tokenize` reads them, punctuation left out:
+    "Chống chỉ định:" -> ["chong", "chi", "dinh"]."""
+    return [folded for raw, folded in map(_forms, _TOKEN.findall(nfkc(text))) if raw not in PUNCT]
 
 
 def phrases(patterns: Iterable[Phrase]) -> Phrases:

@@ -1,17 +1,64 @@
-"""Accent folding and tokenisation shared by ingestion, understanding and retrieval.
+"""The one normalisation of text in the service, shared by ingestion, understanding, retrieval, answers and
+the audit record (tokens: text.match), in three strengths:
 
-Folding maps a Vietnamese string to lower-case ASCII: "Chống chỉ định" -> "chong chi dinh".
-The look-alike U+00D0 (Ð, seen in OCR output) folds like U+0110 (Đ).
+* `nfc` / `nfkc`: the Unicode forms (stored text and digests are NFC; the tokenizer reads NFKC, so a
+  full-width letter is a plain letter);
+* `normalised` / `canonical`: case, spacing and Unicode form ignored, accents kept (lower-cased NFC, runs
+  of white space as one space): how a claim is compared with its chunk, how a query embedding is cached;
+* `fold`: accents ignored too, lower-case ASCII: "Chống chỉ định" -> "chong chi dinh". The look-alike
+  U+00D0 (Ð, seen in OCR output) folds like U+0110 (Đ).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _D_MAP = str.maketrans({"đ": "d", "Đ": "d", "Ð": "d", "ð": "d"})
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
-_WORD = re.compile(r"[0-9a-z]+")
+
+
+def nfc(text: str) -> str:
+    """Canonical composition (NFC)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def nfkc(text: str) -> str:
+    """Compatibility composition (NFKC): full-width letters, ligatures and the like as plain letters."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def _normalise(text: str) -> tuple[str, tuple[int, ...]]:
+    text = nfc(text)
+    out: list[str] = []
+    where: list[int] = []
+    space = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            space = bool(out)
+            continue
+        if space:
+            out.append(" ")
+            where.append(i)
+            space = False
+        out.append(ch.lower())
+        where.append(i)
+    return "".join(out), tuple(where)
+
+
+@lru_cache(maxsize=1024)
+def normalised(text: str) -> tuple[str, tuple[int, ...]]:
+    """Lower-cased NFC text with runs of whitespace as one space (none at either end), and the offset in
+    the NFC text of each of its characters (cached: an answer compares many claims with the same few
+    chunks)."""
+    return _normalise(text)
+
+
+def canonical(text: str) -> str:
+    """`normalised` text without its offsets (not cached): equal for texts differing only in case, spacing
+    and Unicode form."""
+    return _normalise(text)[0]
 
 
 def _fold_slow(text: str) -> str:
@@ -50,11 +97,6 @@ def fold(text: str) -> str:
 def slugify(title: str, sep: str = "-") -> str:
     """`ACID ACETYLSALICYLIC` -> `acid-acetylsalicylic` (runs of non-alphanumerics -> sep)."""
     return _NON_ALNUM.sub(sep, fold(title)).strip(sep)
-
-
-def tokens(text: str) -> list[str]:
-    """Folded alphanumeric word tokens."""
-    return _WORD.findall(fold(text))
 
 
 def word_count(text: str) -> int:

@@ -8,6 +8,10 @@ So "theophylline", "theophylin" and "teofilin" share a key, as do "amoxicillin" 
 
 `typo_bound(key)`: a key of 5-8 characters tolerates 1 edit, 9 or more 2; shorter keys none. Keys longer
 than MAX_KEY_CHARS are never compared (no name is that long), so a comparison costs O(bound x length).
+
+`osa_distance(a, b, bound)` is the one edit distance of the service (Damerau-Levenshtein, optimal string
+alignment: adjacent transpositions count one edit); the drug-name typo index (understanding.fuzzy) and the
+spelling-variant comparison here both use it, with the same bounds (`typo_bound`).
 """
 
 from __future__ import annotations
@@ -40,11 +44,17 @@ def inn_key(word: str) -> str:
     return w
 
 
+MIN_TYPO_CHARS = 5  # shorter: no typo tolerated
+LONG_TYPO_CHARS = 9  # this long or longer: MAX_TYPO_EDITS
+MAX_TYPO_EDITS = 2
+
+
 def typo_bound(key: str) -> int:
+    """Edits a word of this length tolerates: < 5 characters none, 5-8 one, 9 or more two."""
     n = len(key)
-    if n < 5:
+    if n < MIN_TYPO_CHARS:
         return 0
-    return 1 if n < 9 else 2
+    return 1 if n < LONG_TYPO_CHARS else MAX_TYPO_EDITS
 
 
 def within_typo(a: str, b: str) -> int | None:
@@ -52,22 +62,28 @@ def within_typo(a: str, b: str) -> int | None:
     bound = min(typo_bound(a), typo_bound(b))
     if bound == 0 or abs(len(a) - len(b)) > bound or a[:1] != b[:1]:
         return None
-    d = _osa(a, b, bound)
+    d = osa_distance(a, b, bound)
     return d if d <= bound else None
 
 
-def _osa(a: str, b: str, bound: int) -> int:
-    """Optimal string alignment distance, stopping early once every path exceeds `bound`."""
+def osa_distance(a: str, b: str, bound: int | None = None) -> int:
+    """Damerau-Levenshtein (OSA: adjacent transpositions) distance; with `bound`, bound + 1 as soon as every
+    alignment exceeds it."""
+    if a == b:
+        return 0
+    la, lb = len(a), len(b)
+    if bound is not None and abs(la - lb) > bound:
+        return bound + 1
     prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
+    prev = list(range(lb + 1))
+    for i in range(1, la + 1):
+        cur = [i] + [0] * lb
+        for j in range(1, lb + 1):
             cost = 0 if a[i - 1] == b[j - 1] else 1
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > bound:
+        if bound is not None and min(cur) > bound:
             return bound + 1
         prev2, prev = prev, cur
-    return prev[-1]
+    return prev[lb]

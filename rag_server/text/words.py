@@ -10,11 +10,11 @@ formulary chunk is segmented once per process however often it is shown.
 from __future__ import annotations
 
 import threading
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
 from rag_server.text.match import AccentRule, Phrase, Tok, match_at, tokenize, word_forms
+from rag_server.text.normalize import nfkc
 
 _lock = threading.Lock()
 MAX_SEGMENTED_CHARS = 20_000  # a longer text is read as syllables (each its own word)
@@ -61,7 +61,7 @@ def read_words(text: str, accents: AccentRule = AccentRule.TEXT) -> Words:
     toks = tuple(tokenize(text, accents))
     if len(text) > MAX_SEGMENTED_CHARS:
         return Words(toks, tuple(range(len(toks))))
-    return Words(toks, _align(toks, segmented(unicodedata.normalize("NFKC", text))))
+    return Words(toks, _align(toks, segmented(nfkc(text))))
 
 
 def _align(toks: tuple[Tok, ...], seg: tuple[str, ...]) -> tuple[int, ...]:

@@ -33,11 +33,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from rag_server.domain import Chunk, ChunkKind
-from rag_server.text.match import Phrase, Tok, compatible, phrase, tokenize
-from rag_server.text.normalize import fold
+from rag_server.text.match import Phrase, Tok, folded_words, match_at, phrase, tokenize
 from rag_server.understanding.fuzzy import LONG_BOUND, FuzzyIndex
 from rag_server.understanding.lexicon import is_drug_like, is_vietnamese_syllable
 from rag_server.vocabulary import Vocabulary
@@ -212,7 +211,7 @@ class Catalog:
                 if i + n > len(toks) or any(taken[i : i + n]) or any(t.is_punct for t in toks[i : i + n]):
                     continue
                 key = tuple(t.folded for t in toks[i : i + n])
-                entries = [e for e in self.names.get(key, ()) if _fits(toks[i : i + n], e.name)]
+                entries = [e for e in self.names.get(key, ()) if match_at(toks, i, e.name)]
                 if not entries:
                     continue
                 best = min(e.tier for e in entries)
@@ -324,10 +323,6 @@ def _resolves_to(entries: Iterable[NameEntry]) -> tuple[str, ...]:
     return tuple(sorted({e.drug_id for e in listed if e.tier == best}))
 
 
-def _fits(span: Sequence[Tok], name: Phrase) -> bool:
-    return all(compatible(t, raw, folded) for t, raw, folded in zip(span, name.raw, name.folded, strict=True))
-
-
 # ----------------------------------------------------------------------- building
 def split_display_name(display: str) -> list[str]:
     """ "PARACETAMOL (Acetaminophen)" -> ["PARACETAMOL (Acetaminophen)", "PARACETAMOL", "Acetaminophen"]."""
@@ -391,14 +386,6 @@ def _usable(name: Phrase) -> bool:
     )
 
 
-_WORDS = re.compile(r"[^\W_]+")
-
-
-@lru_cache(maxsize=200_000)
-def _fold_word(word: str) -> str:
-    return fold(word)
-
-
 def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> frozenset[str]:
     """Folded words used in the prose of two or more monographs."""
     seen: dict[str, str] = {}  # word -> first drug_id seen with it
@@ -406,8 +393,7 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
     for chunk in chunks:
         if chunk.chunk_kind != ChunkKind.PROSE or chunk.section_key in skip_sections:
             continue
-        for raw in set(_WORDS.findall(chunk.text.lower())):
-            word = _fold_word(raw)
+        for word in set(folded_words(chunk.text)):
             first = seen.setdefault(word, chunk.drug_id)
             if first != chunk.drug_id:
                 common.add(word)

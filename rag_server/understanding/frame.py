@@ -10,7 +10,7 @@ conversation's earlier turn carried into it. Offsets are character offsets into 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from rag_server.domain import Reason
@@ -194,9 +194,6 @@ class QueryFrame:
     def but(self, **changes: object) -> QueryFrame:
         """A copy with `changes` (the frame itself never changes)."""
         return replace(self, **changes)  # type: ignore[arg-type]
-
-
-FRAME_FIELDS = tuple(f.name for f in fields(QueryFrame))
 
 
 @dataclass(frozen=True)

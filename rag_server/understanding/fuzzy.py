@@ -1,5 +1,5 @@
-"""Bounded typo tolerance for drug names: Damerau-Levenshtein (optimal string alignment) distance and a
-deletion-neighbourhood index (SymSpell style) so a lookup never scans the whole catalog.
+"""Bounded typo tolerance for drug names: a deletion-neighbourhood index (SymSpell style) so a lookup never
+scans the whole catalog, its candidates compared by the one edit distance (text.spelling.osa_distance).
 
 Bounds (on the folded name): < 5 characters no fuzzy match, 5-8 characters at most 1 edit,
 9 or more at most 2 edits; an entry may cap its bound lower (brands: 1 edit).
@@ -10,38 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-MIN_FUZZY_CHARS = 5
-LONG_NAME_CHARS = 9
-LONG_BOUND = 2
+from rag_server.text.spelling import MAX_TYPO_EDITS, MIN_TYPO_CHARS, osa_distance, typo_bound
 
-
-def max_edits(name: str) -> int:
-    n = len(name)
-    if n < MIN_FUZZY_CHARS:
-        return 0
-    return 1 if n < LONG_NAME_CHARS else LONG_BOUND
-
-
-def osa_distance(a: str, b: str, bound: int | None = None) -> int:
-    """Damerau-Levenshtein (OSA: adjacent transpositions); returns bound + 1 early when exceeded."""
-    if a == b:
-        return 0
-    la, lb = len(a), len(b)
-    if bound is not None and abs(la - lb) > bound:
-        return bound + 1
-    prev2: list[int] = []
-    prev = list(range(lb + 1))
-    for i in range(1, la + 1):
-        cur = [i] + [0] * lb
-        for j in range(1, lb + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if bound is not None and min(cur) > bound:
-            return bound + 1
-        prev2, prev = prev, cur
-    return prev[lb]
+MIN_FUZZY_CHARS = MIN_TYPO_CHARS
+LONG_BOUND = MAX_TYPO_EDITS
+max_edits = typo_bound  # the bound of a folded name (text.spelling: one typo rule for the service)
 
 
 def _deletes(word: str, depth: int) -> set[str]:

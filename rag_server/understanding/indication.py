@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag_server.text.match import Phrase, Tok, match_at, text_of, tokenize, words
+from rag_server.text.match import Phrase, Tok, find, match_at, text_of, tokenize, words
 from rag_server.vocabulary.rules import Rules, Template
 
 
@@ -48,7 +48,7 @@ def _find(toks: Sequence[Tok], pat: Phrase, where: dict[str, list[int]]) -> list
     """find() through a question's word positions (one dict lookup instead of a scan per template)."""
     if not len(pat):
         return []
-    return [i for i in where.get(pat.folded[0], ()) if match_at(toks, i, pat)]
+    return find(toks, pat, starts=where.get(pat.folded[0], ()))
 
 
 def _match_template(toks: Sequence[Tok], tpl: Template, where: dict[str, list[int]]) -> Sequence[Tok] | None:

@@ -20,6 +20,7 @@ by what the service already knows. The deterministic reading has the last word o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from rag_server.domain import Reason
 from rag_server.providers.base import MalformedOutput
@@ -115,7 +116,7 @@ def to_reading(
         patient=with_groups(_merged(base.patient, reply), language.rules),
         missing_fields=(),
     )
-    return _consistent(frame, reply, drugs)
+    return _consistent(frame, reply, drugs, language.strings.details)
 
 
 def _merged(facts: PatientFacts, reply: UnderstandingReply) -> PatientFacts:
@@ -131,8 +132,11 @@ def _merged(facts: PatientFacts, reply: UnderstandingReply) -> PatientFacts:
     )
 
 
-def _consistent(frame: QueryFrame, reply: UnderstandingReply, drugs: dict[str, str]) -> Reading:
-    """The frame made consistent and the reason it cannot be acted on as is, if any."""
+def _consistent(
+    frame: QueryFrame, reply: UnderstandingReply, drugs: dict[str, str], details: Mapping[str, str]
+) -> Reading:
+    """The frame made consistent and the reason it cannot be acted on as is, if any (`details`:
+    strings.toml [details], what a clarifying question asks for)."""
     turn = frame.turn_type
     if turn == TurnType.OUT_OF_SCOPE:
         return Reading(frame, Reason.OUT_OF_SCOPE)
@@ -149,7 +153,7 @@ def _consistent(frame: QueryFrame, reply: UnderstandingReply, drugs: dict[str, s
             return Reading(
                 frame.but(turn_type=TurnType.CLARIFY, missing_fields=("indication",)),
                 Reason.MISSING_REQUIRED_FIELD,
-                "bệnh hoặc chỉ định",
+                details["missing_indication"],
             )
         return Reading(frame)
     if turn == TurnType.CLARIFY and len(frame.drug_ids) > 1:
@@ -160,13 +164,15 @@ def _consistent(frame: QueryFrame, reply: UnderstandingReply, drugs: dict[str, s
         )
     if turn == TurnType.CLARIFY and frame.drug_ids:  # the drug is known, what is asked of it is not
         return Reading(
-            frame.but(missing_fields=("section_key",)), Reason.MISSING_REQUIRED_FIELD, "mục cần tra"
+            frame.but(missing_fields=("section_key",)),
+            Reason.MISSING_REQUIRED_FIELD,
+            details["missing_section"],
         )
     if turn == TurnType.CLARIFY or (turn in _NEEDS_DRUG and not frame.drug_ids):
         return Reading(
             frame.but(turn_type=TurnType.CLARIFY, missing_fields=("drug_id",)),
             Reason.MISSING_REQUIRED_FIELD,
-            "tên thuốc",
+            details["missing_drug"],
         )
     if turn == TurnType.SECTION_QUESTION and not frame.section_key:
         return Reading(frame.but(turn_type=TurnType.FREE_FORM))  # as the router reads it: free-form

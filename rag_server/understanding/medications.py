@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_server.text.match import Phrases, Tok, find_any, phrase, tokenize, words
+from rag_server.text.match import Phrases, Tok, find_any, tokenize, words
 from rag_server.text.spelling import MAX_KEY_CHARS, inn_key
 from rag_server.understanding.catalog import Catalog, MatchStage
 from rag_server.vocabulary.clinical import MedicationRules
@@ -125,8 +125,3 @@ def _resolve(name: str, catalog: Catalog | None) -> tuple[str, MatchStage | None
     if len({m.drug_ids[0] for m in mentions}) == 1:
         return mentions[0].drug_ids[0], mentions[0].stage
     return "", None
-
-
-def as_phrase_text(name: str) -> str:
-    """A name as a phrase for literal matching (kept for explanations)."""
-    return phrase(name).text

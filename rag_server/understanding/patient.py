@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from rag_server.text.match import Phrase, Tok, find_any, match_at, phrase, tokenize
 from rag_server.understanding.catalog import Mention
 from rag_server.understanding.frame import Group, PatientFacts
+from rag_server.vocabulary.clinical import MedicineWords
 from rag_server.vocabulary.rules import Condition, Rules
 
 ELDERLY_FROM_YEARS = 65
@@ -30,7 +31,15 @@ class PatientReading:
     fact_spans: tuple[tuple[int, int], ...]  # token spans of the detected facts
 
 
-def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rules) -> PatientReading:
+def extract_patient(
+    toks: Sequence[Tok],
+    mentions: Sequence[Mention],
+    rules: Rules,
+    medicine_words: MedicineWords | None = None,
+) -> PatientReading:
+    """The patient facts of a question. `medicine_words`: the folded words that name medicines beyond the
+    formulary, and their form words (Language.medicine_words: "viên sắt"), so a medicine typed in
+    Vietnamese after "đang uống" is one too."""
     spans: list[tuple[int, int]] = []
     drug_tokens = {j for m in mentions for j in range(m.start, m.end)}
     free = [t if i not in drug_tokens else Tok("\x00", "\x00", t.start, t.end) for i, t in enumerate(toks)]
@@ -60,6 +69,7 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
     years, months = read_age(folded, rules)
     age_text = _age_words(spoken, folded, rules)
     weight = read_weight(folded, rules)
+    pregnant = pregnant or bool(rules.pregnancy_pattern.search(folded))  # "thai 32 tuần", "bầu 2 tháng"
     age = years if years is not None else (0 if months is not None else None)
     if age is not None:
         band = next((b for b in rules.age_bands if b.contains(age)), None)
@@ -70,7 +80,7 @@ def extract_patient(toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rul
             if hits(band.detect):
                 conditions.append(band.name)
                 break
-    current, free_text = _current_medications(toks, mentions, rules)
+    current, free_text = _current_medications(toks, mentions, rules, medicine_words)
     medications = [d for i in current for d in mentions[i].drug_ids[:1]] + free_text
     facts = PatientFacts(
         current_medications=tuple(dict.fromkeys(medications)), conditions=tuple(dict.fromkeys(conditions)),
@@ -143,7 +153,7 @@ def _after_marker(toks: Sequence[Tok], i: int, markers: Sequence[Phrase]) -> boo
 
 
 def _current_medications(
-    toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rules
+    toks: Sequence[Tok], mentions: Sequence[Mention], rules: Rules, medicine_words: MedicineWords | None
 ) -> tuple[list[int], list[str]]:
     """Mentions that follow a trigger, possibly as a list ("đang dùng A và B, C"), and the names in that
     list the catalog does not know (kept as free text: they only ever match that exact name)."""
@@ -160,7 +170,7 @@ def _current_medications(
         while j < len(toks):
             tok = toks[j]
             if j in by_start or tok.raw in connectors or tok.is_punct:
-                _flush(pending, free)
+                _flush(pending, free, medicine_words)
                 pending = []
                 if j in by_start:
                     picked.append(by_start[j])
@@ -169,12 +179,16 @@ def _current_medications(
                 if tok.is_punct and tok.raw not in connectors:
                     break
                 j += 1
-            elif tok.folded in rules.stopwords or len(pending) >= MAX_FREE_NAME_WORDS:
+            elif (
+                tok.folded in rules.stopwords
+                or len(pending) >= MAX_FREE_NAME_WORDS
+                or any(match_at(toks, j, end) for end in rules.medication_list_ends)
+            ):
                 break
             else:
                 pending.append(tok)
                 j += 1
-        _flush(pending, free)
+        _flush(pending, free, medicine_words)
     return list(dict.fromkeys(picked)), list(dict.fromkeys(free))
 
 
@@ -182,9 +196,16 @@ MAX_FREE_NAME_WORDS = 3
 MIN_FREE_NAME_CHARS = 4
 
 
-def _flush(pending: Sequence[Tok], free: list[str]) -> None:
-    """A free-text medicine name: Latin letters only (no Vietnamese diacritics), 1-3 words."""
-    if pending and len(pending[0].folded) >= MIN_FREE_NAME_CHARS and all(t.raw == t.folded for t in pending):
+def _flush(pending: Sequence[Tok], free: list[str], words: MedicineWords | None = None) -> None:
+    """A free-text medicine name: Latin letters only (no Vietnamese diacritics), 1-3 words, or a medicine's
+    name with its form words ("viên sắt")."""
+    if not pending:
+        return
+    latin = len(pending[0].folded) >= MIN_FREE_NAME_CHARS and all(t.raw == t.folded for t in pending)
+    named = words is not None and any(t.folded in words.names for t in pending) and all(
+        t.folded in words.names or t.folded in words.forms for t in pending
+    )
+    if latin or named:
         free.append(" ".join(t.raw for t in pending))
 
 
@@ -240,18 +261,3 @@ def _age_anchors(facts: PatientFacts, rules: Rules) -> list[FactAnchors]:
     if facts.age_years is not None:
         bands.extend(b for b in rules.age_bands if b.contains(facts.age_years) and b not in bands)
     return [FactAnchors(b.name, b.anchors) for b in bands[:1]]
-
-
-def facts_summary(facts: PatientFacts) -> str:
-    parts: list[str] = []
-    if facts.pregnant:
-        parts.append("mang thai")
-    if facts.breastfeeding:
-        parts.append("cho con bú")
-    parts.extend(facts.conditions)
-    if facts.age_months is not None:
-        parts.append(f"{facts.age_months} tháng tuổi")
-    elif facts.age_years is not None:
-        parts.append(f"{facts.age_years} tuổi")
-    parts.extend(facts.allergies)
-    return "; ".join(parts)

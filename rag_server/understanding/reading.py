@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from rag_server.domain import Reason
 from rag_server.text.match import Tok, expand, find_any, tokenize, word_accents, words
+from rag_server.text.normalize import canonical
 from rag_server.text.words import read_words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
 from rag_server.understanding.frame import (
@@ -43,6 +44,7 @@ from rag_server.understanding.situation import recognise
 from rag_server.understanding.terms import asked_terms, effect_of
 from rag_server.vocabulary.language import Language
 from rag_server.vocabulary.rules import Rules
+from rag_server.vocabulary.sections import PhraseMatch
 
 MAX_QUESTION_TOKENS = 480  # words and marks read of a question (2,000 characters of prose is ~400 words)
 MAX_UNKNOWN_NAMES = 2  # more unknown Latin words than this is prose in another language, not drug names
@@ -60,7 +62,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     rules = language.rules
     toks = tokenize(query)[:MAX_QUESTION_TOKENS]
     mentions = _with_offsets(toks, catalog.find(toks) if catalog is not None else [])
-    patient = extract_patient(toks, mentions, rules)
+    patient = extract_patient(toks, mentions, rules, language.medicine_words)
     masked = _masked(toks, mentions)
     spoken = word_accents(expand(masked, rules.abbreviations))  # chat abbreviations read as words
     age = patient.facts.age_in_years
@@ -85,12 +87,17 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
         mentions = [m for m in mentions if m.stage != MatchStage.PREFIX]
         masked = _masked(toks, mentions)
-        patient = extract_patient(toks, mentions, rules)
+        patient = extract_patient(toks, mentions, rules, language.medicine_words)
     facts = patient.facts
     if section is not None and section.weak and (not mentions or not facts.empty):
         section = None  # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts
+    section = _with_second_medicine(section, toks, mentions, language)
     cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
     terms = _terms(query, toks, mentions, cue, language)
+    drug_at = min((m.start for m in mentions), default=None)
+    effect = effect_of(toks, terms, language, drug_at) if terms else None
+    if cue is not None and cue.weak and (effect is not None or find_any(toks, rules.any_effect_cue)):
+        cue = None  # "zentorin có làm nóng người không" asks about an effect, not about storage
     base = QueryFrame(
         TurnType.FREE_FORM,
         query=query,
@@ -101,7 +108,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         asked_terms=terms,
         conditions=tuple(c.name.text for c in language.clinical.conditions_named(toks)),
         situation=situation,
-        effect=effect_of(toks, terms, language) if terms else None,
+        effect=effect,
         loose=any(t.loose for t in toks),
         section_prior=section_prior(toks, rules, language.vocabulary.roles.population),
     )
@@ -225,14 +232,33 @@ def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
 
 def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
     frame = reading.frame
-    if not prior.drug_ids or frame.turn_type == TurnType.OUT_OF_SCOPE:
+    if not prior.drug_ids:
         return reading
     followup = bool(find_any(tokenize(frame.query), rules.followup))
     needs_drug = reading.reason == Reason.MISSING_REQUIRED_FIELD and "drug_id" in frame.missing_fields
     plain_corpus = (
         not reading.reason and frame.turn_type == TurnType.FREE_FORM and not frame.drug_ids and followup
     )
-    if needs_drug or plain_corpus or (frame.situation.emergency and not frame.drug_ids):
+    # In a conversation about a drug, a question without a medical word is about that drug ("lọ mở rồi để
+    # nhiệt độ phòng được không?"): it is searched in the drug's text, and abstains when nothing there
+    # carries what it asks (text that is not language never reaches here: read() refused it).
+    implicit = frame.turn_type == TurnType.OUT_OF_SCOPE and not frame.drug_ids
+    # "đang uống propranolol thì (thuốc này) có còn tác dụng": the unknown name is a medicine the patient
+    # takes, the drug asked about is the conversation's
+    taking = {canonical(m) for m in frame.patient.current_medications}
+    with_unknown_medicine = (
+        reading.reason == Reason.DRUG_NOT_FOUND
+        and not frame.drug_ids
+        and bool(taking)
+        and all(canonical(n) in taking for n in reading.detail.split(", "))
+    )
+    if (
+        needs_drug
+        or plain_corpus
+        or implicit
+        or with_unknown_medicine
+        or (frame.situation.emergency and not frame.drug_ids)
+    ):
         turn = (
             TurnType.SECTION_QUESTION
             if frame.section_key
@@ -330,6 +356,25 @@ def _char_spans(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[tuple[
     return [(toks[m.start].start, toks[m.end - 1].end) for m in mentions]
 
 
+def _with_second_medicine(
+    section: PhraseMatch | None, toks: Sequence[Tok], mentions: Sequence[Mention], language: Language
+) -> PhraseMatch | None:
+    """A cue of a section that describes one drug (its pharmacokinetics, ADRs, pharmacology: roles
+    with_second_medicine) asks about the interaction when the question names a second medicine: another
+    drug of the formulary, or a drug class or one of its members (clinical.toml [[drug_class]]); an unknown
+    word is no medicine here ("nồng độ lactat" is a lab value)."""
+    roles = language.vocabulary.roles
+    if section is None or section.section_key not in roles.with_second_medicine or not mentions:
+        return section
+    named = {d for m in mentions for d in m.drug_ids}
+    inside = {i for m in mentions for i in range(m.start, m.end)}
+    rest = [t for i, t in enumerate(toks) if i not in inside]
+    others = len(named) > 1 or find_any(rest, language.medicine_names)
+    if not others:
+        return section
+    return replace(section, section_key=roles.interaction_facet[0])
+
+
 def _cue(section: object, toks: Sequence[Tok]) -> SectionCue | None:
     from rag_server.vocabulary.sections import PhraseMatch
 
@@ -343,7 +388,9 @@ def _terms(
     query: str, toks: Sequence[Tok], mentions: Sequence[Mention], cue: SectionCue | None, language: Language
 ) -> tuple[AskedTerm, ...]:
     words_of = read_words(query[: toks[-1].end] if toks else "")  # what the reading reads of a long question
-    spans = _char_spans(toks, mentions) + ([(cue.start, cue.end)] if cue is not None else [])
+    # a weak cue's words stay terms: "nóng" of "có làm nóng người không" is what it asks about
+    strong = cue is not None and not cue.weak
+    spans = _char_spans(toks, mentions) + ([(cue.start, cue.end)] if cue is not None and strong else [])
     skip = {i for i, t in enumerate(words_of.toks) if any(a <= t.start < b for a, b in spans)}
     return asked_terms(words_of, skip, language)
 

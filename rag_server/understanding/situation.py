@@ -66,10 +66,23 @@ def _english(ws: Sequence[Tok], markers: frozenset[str]) -> bool:
 
 def _find(ws: Sequence[Tok], strict: Sequence[Tok], phrases: Phrases) -> list[tuple[int, Phrase]]:
     """find_any, where a one-word phrase typed with diacritics matches only a word typed with them."""
-    loose = Phrases(p for p in phrases if len(p) > 1 or p.raw[0] == p.folded[0])
-    single = Phrases(p for p in phrases if len(p) == 1 and p.raw[0] != p.folded[0])
+    loose, single = _split(phrases)
     hits = find_any(ws, loose) + find_any(strict, single)
     return sorted(hits, key=lambda h: h[0])
+
+
+_SPLITS: dict[int, tuple[Phrases, Phrases, Phrases]] = {}
+
+
+def _split(phrases: Phrases) -> tuple[Phrases, Phrases]:
+    """(phrases matched loosely, one-word accented phrases matched strictly), built once per vocabulary
+    part (the vocabulary is loaded once: its Phrases live as long as the process) and indexed once."""
+    cached = _SPLITS.get(id(phrases))
+    if cached is None or cached[0] is not phrases:
+        loose = Phrases(p for p in phrases if len(p) > 1 or p.raw[0] == p.folded[0])
+        single = Phrases(p for p in phrases if len(p) == 1 and p.raw[0] != p.folded[0])
+        cached = _SPLITS[id(phrases)] = (phrases, loose, single)
+    return cached[1], cached[2]
 
 
 def _with_text(part: SituationPart, text: str) -> SituationPart:

@@ -37,7 +37,7 @@ def asked_terms(words: Words, skip: Collection[int], language: Language) -> tupl
     forms_of = language.forms_of
     out: list[AskedTerm] = []
     taken: set[int] = set()
-    for i, pat in typed_single(masked, find_any(masked, language.term_vocabulary)):
+    for i, pat in _claimed(masked, language, _function_positions(toks, language)):
         if not words.aligned(i, len(pat)) and len(pat) == 1:
             continue  # one syllable of a longer word ("đầu" of "khởi đầu")
         if not usable & set(range(i, i + len(pat))):
@@ -69,20 +69,30 @@ def asked_terms(words: Words, skip: Collection[int], language: Language) -> tupl
     return tuple(terms)
 
 
-def effect_of(toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Language) -> AskedTerm | None:
+def effect_of(
+    toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Language, drug_at: int | None = None
+) -> AskedTerm | None:
     """The effect of a "does X cause Y" question: the first term after an effect cue, else the last one
     before a "có phải do" cue; None when the question has neither cue. A condition cue ("đang bị", "mắc
-    bệnh": rules.toml [question] condition_cues) is no effect cue: "đang bị X thì uống Y được không" tells
-    what the patient has, "uống Y bị X" what Y did."""
+    bệnh": rules.toml [question] condition_cues) is no effect cue, and neither is a weak cue before the drug's
+    name (`drug_at`, its first token) unless a link ("khi", "sau khi": effect_links) ties it to the drug:
+    "bầu 2 tháng bị viêm đường tiểu uống cipro được không" tells what the patient has, "bị đau đầu khi
+    uống Y" and "uống Y bị X" what Y did."""
     rules = language.rules
+    links = [i for i, _ in find_any(toks, rules.effect_links)]
+
+    def tied(i: int) -> bool:  # a weak cue at i is about the drug
+        return drug_at is None or i >= drug_at or any(i < j < drug_at for j in links)
+
     for cues, weak in ((rules.effect_cues, False), (rules.weak_effect_cues, True)):
-        hits = [(i, p) for i, p in find_any(toks, (*cues, *rules.condition_cues)) if p in cues]
+        found = find_any(toks, (*cues, *rules.condition_cues))
+        hits = [(i, p) for i, p in found if p in cues and (not weak or tied(i))]
         if hits:
             i, p = hits[0]
             after = toks[i + len(p) - 1].end
             later = [t for t in terms if t.start >= after and (t.known or not weak)]
             if later:
-                return later[0]
+                return _listed(later, toks, rules.list_separators)
     before = [toks[i].start for i, _ in find_any(toks, rules.effect_after)]
     if before:
         earlier = [t for t in terms if t.end <= before[0]]
@@ -91,12 +101,56 @@ def effect_of(toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Languag
     return None
 
 
+def _listed(terms: Sequence[AskedTerm], toks: Sequence[Tok], separators: Phrases) -> AskedTerm:
+    """The first term, with the vocabulary terms listed right after it ("mệt, nhức đầu", "buồn nôn hay
+    tiêu chảy") as one effect: its forms are all of theirs."""
+    effect = [terms[0]]
+    for term in terms[1:]:
+        gap = [t for t in toks if effect[-1].end <= t.start and t.end <= term.start]
+        if not term.known or not gap or len(find_any(gap, separators)) != len(gap):
+            break
+        effect.append(term)
+    if len(effect) == 1:
+        return effect[0]
+    first, last = effect[0], effect[-1]
+    forms = tuple(dict.fromkeys(f for t in effect for f in t.forms))
+    text = ", ".join(t.text for t in effect)
+    return AskedTerm(text, forms, first.start, last.end, known=True)
+
+
+def _claimed(toks: Sequence[Tok], language: Language, function: set[int]) -> list[tuple[int, Phrase]]:
+    """Non-overlapping vocabulary phrases, longest first, but a phrase starting on a function word yields
+    to one that does not: typed without diacritics, "bi tieu chay" is "bị tiêu chảy", not "bí tiểu"."""
+    hits = typed_single(toks, language.term_vocabulary.matches(toks))
+    hits.sort(key=lambda h: (h[0] in function, -len(h[1]), h[1].text, h[0]))
+    taken = [False] * len(toks)
+    found: list[tuple[int, Phrase]] = []
+    for i, pat in hits:
+        if not any(taken[i : i + len(pat)]):
+            taken[i : i + len(pat)] = [True] * len(pat)
+            found.append((i, pat))
+    return sorted(found)
+
+
+def _function_positions(toks: Sequence[Tok], language: Language) -> set[int]:
+    """Where a question filler or an effect / condition cue starts ("bị", "có", "đang")."""
+    rules = language.rules
+    cues = Phrases((*rules.question_fillers, *rules.weak_effect_cues, *rules.condition_cues))
+    return {i for i, _ in cues.matches(toks)}
+
+
 def _filler_positions(words: Words, language: Language) -> set[int]:
-    """Token positions of fillers that are whole words: "thuốc" of "thuốc lá" (one word) is no filler."""
+    """Token positions of fillers that are whole words: "thuốc" of "thuốc lá" (one word) is no filler. Typed
+    without diacritics, the segmentation cannot be trusted ("dai thi" read as one word): every filler
+    counts."""
     rules = language.rules
     fillers = Phrases((*rules.question_fillers, *language.fillers))
+    toks = words.toks
     return {
-        j for i, p in find_any(words.toks, fillers) if words.aligned(i, len(p)) for j in range(i, i + len(p))
+        j
+        for i, p in find_any(toks, fillers)
+        if toks[i].loose or words.aligned(i, len(p))
+        for j in range(i, i + len(p))
     }
 
 

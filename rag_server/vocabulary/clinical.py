@@ -40,6 +40,14 @@ class DrugClass:
 
 
 @dataclass(frozen=True)
+class MedicineWords:
+    """Folded words of medicine names beyond the formulary (classes, members, ions) and of their forms."""
+
+    names: frozenset[str]
+    forms: frozenset[str]
+
+
+@dataclass(frozen=True)
 class MedicationRules:
     separators: Phrases
     strip: Phrases

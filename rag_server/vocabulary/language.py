@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from rag_server.text.match import Phrase, Phrases, phrase, tokenize
-from rag_server.vocabulary.clinical import ClinicalVocabulary, load_clinical
+from rag_server.vocabulary.clinical import ClinicalVocabulary, MedicineWords, load_clinical
 from rag_server.vocabulary.rules import Rules, load_rules
 from rag_server.vocabulary.sections import Vocabulary, load_vocabulary
 from rag_server.vocabulary.situation import SituationVocabulary, load_situation
@@ -70,21 +70,40 @@ class Language:
         ]))
 
     @cached_property
+    def medicine_names(self) -> Phrases:
+        """Names of medicines beyond the served formulary: drug classes (their aliases) and their members."""
+        return Phrases(dict.fromkeys([
+            *self.clinical.class_aliases, *(phrase(m) for c in self.clinical.classes for m in c.members)
+        ]))
+
+    @cached_property
+    def medicine_words(self) -> MedicineWords:
+        """The words of medicine names beyond the formulary (classes, members, ions) and of dosage forms."""
+        med = self.clinical.medication
+        names = frozenset(w for p in self.medicine_names for w in p.folded) | med.ion_words
+        forms = frozenset(w for p in med.strip for w in p.folded)
+        return MedicineWords(names - forms, forms)
+
+    @cached_property
     def fillers(self) -> Phrases:
         """Generic words and stopwords, with their accents."""
         return Phrases(dict.fromkeys([*self.clinical.generic, *self.rules.stopword_phrases]))
 
     @cached_property
     def known_words(self) -> frozenset[str]:
-        """Folded words of the section vocabulary (phrases and hints), of rules.toml and of the generic
-        words: never an unknown drug name."""
+        """Folded words of the section vocabulary (phrases and hints), of rules.toml, of the generic words
+        and of the clinical terms, conditions and class names ("proton" of "ức chế bơm proton"): never an
+        unknown drug name (a class's members are, and stay, drug names)."""
         texts = [
             t
             for spec in self.vocabulary.sections.values()
             for t in (spec.title, *spec.aliases, *spec.phrases, *spec.hints)
         ]
         words = frozenset(tok.folded for text in texts for tok in tokenize(text))
-        return words | self.rules.words() | self.clinical.generic_words
+        c = self.clinical
+        phrases = (*c.medical_terms, *c.condition_forms, *c.class_aliases, *(f for g in c.terms for f in g))
+        clinical = frozenset(w for p in phrases for w in p.folded)
+        return words | self.rules.words() | self.clinical.generic_words | clinical
 
 
 def load_language() -> Language:

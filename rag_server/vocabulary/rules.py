@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -107,12 +107,14 @@ class Rules:
     generic_heads: tuple[Phrase, ...]
     current_medication_triggers: tuple[Phrase, ...]
     connectors: tuple[Phrase, ...]
+    medication_list_ends: tuple[Phrase, ...]
     pregnant: tuple[Phrase, ...]
     pregnancy_anchors: tuple[Phrase, ...]
     breastfeeding: tuple[Phrase, ...]
     breastfeeding_anchors: tuple[Phrase, ...]
     age_patterns: tuple[AgePattern, ...]
     weight_pattern: re.Pattern[str]
+    pregnancy_pattern: re.Pattern[str]
     age_bands: tuple[AgeBand, ...]
     conditions: tuple[Condition, ...]
     overview_fillers: tuple[Phrase, ...]
@@ -128,10 +130,17 @@ class Rules:
     effect_cues: Phrases = field(default_factory=Phrases)  # "có gây": the effect asked about follows
     weak_effect_cues: Phrases = field(default_factory=Phrases)  # "có bị": a vocabulary effect follows
     condition_cues: Phrases = field(default_factory=Phrases)  # "đang bị": what the patient has, no effect
+    effect_links: Phrases = field(default_factory=Phrases)  # "khi": a weak cue before the drug is its effect
+    list_separators: Phrases = field(default_factory=Phrases)  # "," "và" "hay": effects listed together
     effect_after: Phrases = field(default_factory=Phrases)  # "có phải do": the effect came before
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
     bounds: BoundWords | None = None
+
+    @cached_property
+    def any_effect_cue(self) -> Phrases:
+        """Every effect cue, strong or weak ("có gây", "có làm")."""
+        return Phrases((*self.effect_cues, *self.weak_effect_cues))
 
     def words(self) -> frozenset[str]:
         """Every folded word the rules mention (never read as a drug name)."""
@@ -194,12 +203,14 @@ def _parse(data: dict[str, Any]) -> Rules:
         generic_heads=_phrases(data["indication"]["generic_heads"]),
         current_medication_triggers=_phrases(patient["current_medication_triggers"]),
         connectors=_phrases(patient["connectors"]),
+        medication_list_ends=_phrases(patient.get("medication_list_ends")),
         pregnant=_phrases(patient["pregnant"]),
         pregnancy_anchors=_phrases(patient["pregnancy_anchors"]),
         breastfeeding=_phrases(patient["breastfeeding"]),
         breastfeeding_anchors=_phrases(patient["breastfeeding_anchors"]),
         age_patterns=tuple(_age_pattern(a) for a in patient["age_patterns"]),
         weight_pattern=re.compile(str(patient["weight_pattern"])),
+        pregnancy_pattern=re.compile(str(patient.get("pregnancy_pattern", r"(?!x)x"))),
         age_bands=tuple(
             AgeBand(
                 str(b["name"]),
@@ -235,6 +246,8 @@ def _parse(data: dict[str, Any]) -> Rules:
         effect_cues=_phrases(data.get("question", {}).get("effect_cues")),
         weak_effect_cues=_phrases(data.get("question", {}).get("weak_effect_cues")),
         condition_cues=_phrases(data.get("question", {}).get("condition_cues")),
+        effect_links=_phrases(data.get("question", {}).get("effect_links")),
+        list_separators=_phrases(data.get("question", {}).get("list_separators")),
         effect_after=_phrases(data.get("question", {}).get("effect_after")),
         question_fillers=_phrases(data.get("question", {}).get("fillers")),
         bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),

@@ -8,7 +8,9 @@
   phrase (words, then characters), then the earlier one ("uống bao nhiêu thì bị ngộ độc" asks about
   overdose, not dosage; "xử trí tác dụng phụ" about managing an ADR, not the ADR list; "chỉ định và chống
   chỉ định" about the contraindications). A section's `hints` (weak cues such as "hằng tuần", "mấy
-  nhát") are looked for only when no phrase of any section matched.
+  nhát") are looked for only when no phrase of any section matched; they add up (the section with the
+  most hint words wins, then the strongest hint), so a question made of everyday words ("để trong xe hơi
+  mùa hè có bị hư không") finds its section by the several words that point to it.
   Matching is text.match with AccentRule.WORD: a word typed without diacritics matches any accented form
   ("chong chi dinh"), a word typed with them must match them ("có che" is not "cơ chế"); a phrase never
   matches across punctuation. Cost: one pass over the question's words, phrases indexed by first word.
@@ -23,8 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, phrase, tokenize
-from rag_server.text.normalize import fold, tokens
+from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, folded_words, phrase, tokenize
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class SectionRoles:
     warning_facet: tuple[str, ...]
     dosage_facet: tuple[str, ...]
     effect_sections: tuple[str, ...]
+    with_second_medicine: tuple[str, ...]
     population: tuple[str, ...]
     suggested: tuple[str, ...]
 
@@ -77,12 +79,23 @@ class SectionRoles:
         return out
 
 
+@dataclass(frozen=True)
+class PointerWords:
+    """How a section points to another ("xem [thêm] [mục|phần] <heading>", sections.toml [pointer]), each
+    word folded."""
+
+    see: frozenset[str]
+    also: frozenset[str]
+    kinds: frozenset[str]
+
+
 @dataclass
 class Vocabulary:
     sections: dict[str, SectionSpec]
     intro_sections: tuple[str, ...]
     identity_sections: tuple[str, ...]
     roles: SectionRoles
+    pointer: PointerWords
     _headings: dict[str, str] = field(default_factory=dict)
     _phrases: _Cues = field(init=False)
     _hints: _Cues = field(init=False)
@@ -127,12 +140,22 @@ class Vocabulary:
         None when nothing matches. Given tokens, they must be read word by word for accents
         (text.match.word_accents)."""
         toks = tokenize(question, AccentRule.WORD) if isinstance(question, str) else question
-        for cue_set, weak in ((self._phrases, False), (self._hints, True)):
-            cues = cue_set.find(toks)
-            if cues:
-                position, best = max(cues, key=lambda c: self._strength(cue_set.owner[c[1]], c[1], c[0]))
-                return PhraseMatch(cue_set.owner[best], best.text, position, weak, len(best))
-        return None
+        cues = self._phrases.find(toks)
+        if cues:
+            position, best = max(cues, key=lambda c: self._strength(self._phrases.owner[c[1]], c[1], c[0]))
+            return PhraseMatch(self._phrases.owner[best], best.text, position, False, len(best))
+        hints = self._hints.find(toks)
+        if not hints:
+            return None
+        # weak cues add up: "để trong xe hơi mùa hè có bị hư" has four storage hints and none of another
+        owner = self._hints.owner
+        votes: dict[str, int] = {}
+        for _, pat in hints:
+            votes[owner[pat]] = votes.get(owner[pat], 0) + len(pat)
+        position, best = max(
+            hints, key=lambda c: (votes[owner[c[1]]], self._strength(owner[c[1]], c[1], c[0]))
+        )
+        return PhraseMatch(owner[best], best.text, position, True, len(best))
 
     def cues(self, question: str) -> list[PhraseMatch]:
         """Every non-overlapping section cue of a question, in text order (phrases only, no hints)."""
@@ -160,7 +183,7 @@ _SLIPS = {"qui": "quy", "ki": "ky", "oua": "qua"}
 
 
 def _heading_form(text: str) -> str:
-    words = tokens(text)
+    words = folded_words(text)
     return " ".join(_SLIPS.get(w, w) for w in words)
 
 
@@ -170,7 +193,7 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     sections: dict[str, SectionSpec] = {}
     for order, raw in enumerate(raw_sections):
         key = str(raw["key"])
-        if key != "_".join(tokens(key)) or key in sections:
+        if key != "_".join(folded_words(key)) or key in sections:
             raise ValueError(f"bad or duplicate section key {key!r}")
         sections[key] = SectionSpec(
             key=key,
@@ -192,7 +215,21 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     for key in sorted(roles.keys()):
         if key not in sections:
             raise ValueError(f"intro/identity/role section {key!r} is not a declared section")
-    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles)
+    return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles,
+                      pointer=_pointer(data.get("pointer")))
+
+
+def _pointer(raw: object) -> PointerWords:
+    if not isinstance(raw, dict):
+        raise ValueError("sections.toml needs a [pointer] table (how a section points to another)")
+
+    def words(name: str) -> frozenset[str]:
+        found = frozenset(w for text in raw.get(name, []) for w in folded_words(str(text)))
+        if not found:
+            raise ValueError(f"sections.toml [pointer] {name}: at least one word")
+        return found
+
+    return PointerWords(see=words("see"), also=words("also"), kinds=words("kinds"))
 
 
 def _roles(raw: object) -> SectionRoles:
@@ -216,4 +253,4 @@ def load_vocabulary(path: Path | None = None) -> Vocabulary:
 
 def folded_title_key(title: str) -> str:
     """The key a title folds to: "Chống chỉ định" -> "chong_chi_dinh"."""
-    return "_".join(tokens(fold(title)))
+    return "_".join(folded_words(title))

@@ -11,7 +11,7 @@ import sys
 from multiprocessing.connection import Connection
 
 from rag_server.config import Settings
-from rag_server.workers.role import Role
+from rag_server.role import Role
 
 
 def main(settings: Settings, role: Role, conn: Connection) -> None:

@@ -38,7 +38,7 @@ from rag_server.config import Settings
 from rag_server.lifecycle import write_address_file
 from rag_server.listen import ListenError, cannot_listen, check_can_listen, reason
 from rag_server.observability.logs import say
-from rag_server.workers.role import Role
+from rag_server.role import Role
 
 log = logging.getLogger("rag_server.workers")
 

@@ -166,7 +166,7 @@ def test_correlation_id_echoed_when_valid(grpcurl: Path, shared_server: Any) -> 
 @pytest.fixture(scope="module")
 def sample_gold(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The gold file of the fictional sample (the renderer is deterministic: same PDF the server loaded)."""
-    from ingest.fixtures.sample_formulary import build_sample
+    from formulary_fixtures.sample_formulary import build_sample
 
     pdf, gold = build_sample(tmp_path_factory.mktemp("gold") / "sample-formulary.pdf")
     data: dict[str, Any] = json.loads(gold.read_text(encoding="utf-8"))

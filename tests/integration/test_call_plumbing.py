@@ -11,8 +11,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from rag_server.api.calls import CORRELATION_HEADER, Lifecycle, Plumbing, Registrar
-from rag_server.api.errors import RequestError
+from rag_server.api.calls import CORRELATION_HEADER, Plumbing, Registrar
+from rag_server.lifecycle import Lifecycle
+from rag_server.request_errors import RequestError
 
 pytestmark = pytest.mark.integration
 METHOD = "/test.Echo/Call"

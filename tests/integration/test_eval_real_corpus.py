@@ -66,7 +66,7 @@ class Served:
 def _render_and_ingest(
     corpus_dir: Path, tmp: Path, settings: Settings, app: App
 ) -> tuple[int, dict[str, float]]:
-    from ingest.fixtures.real_corpus import read_corpus, render_corpus
+    from formulary_fixtures.real_corpus import read_corpus, render_corpus
     from ingest.pipeline import run_ingest
 
     timings: dict[str, float] = {}

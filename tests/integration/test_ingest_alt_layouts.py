@@ -1,7 +1,7 @@
 """PDF ingestion on layouts our own renderer never makes: a second, independent renderer (fpdf2 + a system
-TrueType face, ingest.fixtures.alt_render) draws the FICTIONAL sample (NOT medical information) and the real
-monographs of ../shared/corpus (read at run time, rendered to a tmp dir only) in twelve layout variants
-(ingest.fixtures.alt_layouts.VARIANTS: other fonts and sizes, headers without the book mark or with a year,
+TrueType face, formulary_fixtures.alt_render) draws the FICTIONAL sample (NOT medical information) and the
+real monographs of ../shared/corpus (read at run time, rendered to a tmp dir only) in twelve layout variants
+(formulary_fixtures.alt_layouts.VARIANTS: other fonts and sizes, headers without the book mark or with a year,
 footer folios centred or at either corner, title-case titles, alias lines, numbered upper-case headings,
 bold-italic headings, justified text drawn word by word, one-column and mixed pages; running headers and
 footers of two or three lines in any order, tables ruled fully, by horizontal lines only (top/header/bottom,
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.build import BuildResult
-from ingest.fixtures.alt_layouts import (
+from formulary_fixtures.alt_layouts import (
     RUNNING_TEXTS,
     VARIANTS,
     AltScores,
@@ -30,7 +29,8 @@ from ingest.fixtures.alt_layouts import (
     run_variant,
     sample_monographs,
 )
-from ingest.fixtures.alt_render import AltMonograph, AltTable, find_family
+from formulary_fixtures.alt_render import AltMonograph, AltTable, find_family
+from ingest.build import BuildResult
 from rag_server.domain import ChunkKind
 
 NAMES = sorted(VARIANTS)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from formulary_fixtures.sample_formulary import render_sample
 from ingest.build import IngestInputError, build_chunks
-from ingest.fixtures.sample_formulary import render_sample
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from formulary_fixtures.alt_layouts import COVER, sample_monographs
+from formulary_fixtures.alt_render import IT, RunLine, Variant, find_family, render_alt
 from ingest.build import build_chunks
-from ingest.fixtures.alt_layouts import COVER, sample_monographs
-from ingest.fixtures.alt_render import IT, RunLine, Variant, find_family, render_alt
 from ingest.pipeline import IngestOutcome
 from ingest.remote import outcome_from_summary
 from rag_server.api.ingestion import _summary
@@ -68,7 +68,7 @@ def test_inferred_folios_reach_the_grpc_summary() -> None:
 
 
 def test_the_sample_page_without_a_header_is_the_one_inferred_folio(tmp_path: Path) -> None:
-    from ingest.fixtures.sample_formulary import FOLIO_OFFSET, render_sample, running_at
+    from formulary_fixtures.sample_formulary import FOLIO_OFFSET, render_sample, running_at
 
     pdf = tmp_path / "sample.pdf"
     pdf.write_bytes(render_sample().pdf)

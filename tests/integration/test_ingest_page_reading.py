@@ -16,11 +16,11 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from formulary_fixtures.alt_layouts import VARIANTS, render_variant, sample_monographs
+from formulary_fixtures.alt_render import find_family
+from formulary_fixtures.sample_formulary import render_sample
 from ingest import page_pool
 from ingest.build import build_chunks
-from ingest.fixtures.alt_layouts import VARIANTS, render_variant, sample_monographs
-from ingest.fixtures.alt_render import find_family
-from ingest.fixtures.sample_formulary import render_sample
 from ingest.page_pool import MIN_PAGES, PagePool, PdfFile, task_ranges
 from ingest.page_text import STYLED_FLAGS, _pieces, page_lines
 from ingest.parse import RawPage, read_pages, read_range
@@ -103,7 +103,7 @@ def test_kerned_text_is_gapless_and_reads_the_same_without_character_boxes() -> 
 
 @pytest.fixture(scope="module")
 def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from ingest.fixtures import scale_corpus
+    from formulary_fixtures import scale_corpus
 
     pdf = tmp_path_factory.mktemp("pool") / "scale.pdf"
     scale_corpus.write_scale_pdf(pdf, monographs=28, seed=7)

@@ -11,6 +11,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from rag_server.api.traces import retrieve_trace
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
 from rag_server.persistence.conversations import (
     ANONYMOUS_OWNER,
@@ -179,7 +180,7 @@ def _retrieve_trace(cid: str) -> RetrievalTrace:
             common_pb2.StageTiming(stage="decide", millis=0.1),
         ],
     )
-    return RetrievalTrace.from_retrieve(request, response, cid, corpus_generation="g1")
+    return retrieve_trace(request, response, cid, corpus_generation="g1")
 
 
 async def test_trace_round_trip(migrated_pool: asyncpg.Pool) -> None:

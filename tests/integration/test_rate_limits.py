@@ -17,9 +17,10 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from rag_server.api.calls import Lifecycle, Plumbing, Registrar
+from rag_server.api.calls import Plumbing, Registrar
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import ingestion_pb2, ingestion_pb2_grpc
+from rag_server.lifecycle import Lifecycle
 from rag_server.security.keys import KeyStore
 from rag_server.security.limits import ASK_METHOD, StreamCapGate
 from rag_server.server import RunningServer, start_server

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from formulary_fixtures.real_corpus import CorpusScores, GoldMonograph, read_corpus, render_corpus, score
+from formulary_fixtures.render import RenderResult
 from ingest.build import BuildResult, build_chunks
-from ingest.fixtures.real_corpus import CorpusScores, GoldMonograph, read_corpus, render_corpus, score
-from ingest.fixtures.render import RenderResult
 from rag_server.domain import ChunkKind
 
 pytestmark = pytest.mark.corpus

@@ -11,15 +11,15 @@ from typing import Any
 import pymupdf
 import pytest
 
-from ingest.build import BuildResult, build_chunks
-from ingest.fixtures.sample_content import DRUGS, TableSpec
-from ingest.fixtures.sample_formulary import (
+from formulary_fixtures.sample_content import DRUGS, TableSpec
+from formulary_fixtures.sample_formulary import (
     FOLIO_OFFSET,
     FRONT_PAGES,
     build_sample,
     render_sample,
     running_at,
 )
+from ingest.build import BuildResult, build_chunks
 from ingest.segment import drug_id_for
 from rag_server.domain import Chunk, ChunkKind, PageBox, TextBox, boxes_for
 from rag_server.text import count_tokens
@@ -94,7 +94,7 @@ def test_all_gates_are_zero(built: BuildResult) -> None:
     assert built.gates_ok, [(g.name, g.count, g.examples) for g in built.failed_gates]
     assert {g.name for g in built.gates} >= {
         "chunks_without_printed_page", "unknown_section_keys", "empty_sections", "duplicate_chunk_ids",
-        "chunks_over_ceiling", "monographs_without_chi_dinh", "monographs_without_sections",
+        "chunks_over_ceiling", "monographs_without_indication", "monographs_without_sections",
         "chunks_without_source_refs", "duplicate_drug_ids", "pages_without_folio"}
 
 

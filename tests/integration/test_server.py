@@ -15,6 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
 
 from rag_server.api.calls import CORRELATION_HEADER, CORRELATION_PATTERN
+from rag_server.api.services import SERVICE_NAMES
 from rag_server.config import Settings
 from rag_server.gen.rag.v1 import (
     answer_pb2,
@@ -27,7 +28,7 @@ from rag_server.gen.rag.v1 import (
     understanding_pb2,
     understanding_pb2_grpc,
 )
-from rag_server.server import SERVICE_NAMES, RunningServer, start_server
+from rag_server.server import RunningServer, start_server
 
 pytestmark = pytest.mark.integration
 

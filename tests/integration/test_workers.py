@@ -33,8 +33,8 @@ from rag_server.gen.rag.v1 import (
     understanding_pb2,
     understanding_pb2_grpc,
 )
+from rag_server.role import WORKER_HEADER
 from rag_server.startup import sample_pdf
-from rag_server.workers.role import WORKER_HEADER
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import grpc
 import pytest
 from formulary_rag_client import FormularyClient, RagError
 
-from ingest.fixtures.sample_formulary import render_sample
+from formulary_fixtures.sample_formulary import render_sample
 
 pytestmark = [pytest.mark.reliability, pytest.mark.slow]
 CASES = int(os.environ.get("RAG_FUZZ_PDFS", "24"))

@@ -1,7 +1,8 @@
 """Load: 200 concurrent Ask streams for RAG_RELIABILITY_SECONDS (default 60) against a real server on
 127.0.0.1, from a separate client process: no error, every stream ends with its final message, and the
 server's memory and asyncio task count stay bounded (sampled during the run, back to the baseline after).
-Prints its figures; stops by itself. FICTIONAL sample formulary."""
+Prints its figures; stops by itself. FICTIONAL sample formulary. Marked `load`: left out of the default
+run (pyproject addopts), run by `bash scripts/test.sh -m load` (its own step of .ci/run)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from rag_server.config import Settings
 from rag_server.server import start_server
 
-pytestmark = [pytest.mark.reliability, pytest.mark.slow]
+pytestmark = [pytest.mark.reliability, pytest.mark.slow, pytest.mark.load]  # -m load (own CI step)
 HERE = Path(__file__).resolve().parent
 STREAMS = 200
 SECONDS = float(os.environ.get("RAG_RELIABILITY_SECONDS", "60"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_server.evaluation.dataset import Question, load_questions
-from rag_server.text.normalize import tokens
+from rag_server.text.match import folded_words
 from rag_server.vocabulary import load_vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_queries_are_distinct(question_set: list[Question]) -> None:
 
 def _key(q: Question) -> tuple[str, str]:
     """What makes a question itself: its words (symbols are words of a nonsense indication)."""
-    return " ".join(tokens(q.query)), q.indication or q.query.strip()
+    return " ".join(folded_words(q.query)), q.indication or q.query.strip()
 
 
 # --- against the real corpus (read at run time from ../shared/corpus, never copied) ----------------
@@ -164,12 +164,12 @@ def test_indication_gold_is_named_in_each_gold_drugs_chi_dinh(
     """A literal indication is named in its gold drugs' chi_dinh; a made-up one nowhere. Synonyms
     ("huyết áp cao" for "tăng huyết áp") and generic words ("người lớn") are exempt by their style."""
     texts = _monograph_texts(corpus_dir)
-    chi_dinh = {drug: " ".join(tokens(_sections(t).get("chi_dinh", ""))) for drug, t in texts.items()}
-    everything = " ".join(" ".join(tokens(t)) for t in texts.values())
+    chi_dinh = {drug: " ".join(folded_words(_sections(t).get("chi_dinh", ""))) for drug, t in texts.items()}
+    everything = " ".join(" ".join(folded_words(t)) for t in texts.values())
     for q in question_set:
         if {"synonym", "generic"} & set(q.style):
             continue
-        phrase = " ".join(tokens(q.indication_text))
+        phrase = " ".join(folded_words(q.indication_text))
         if q.kind == "indication":
             for drug in q.gold_drug_ids:
                 assert f" {phrase} " in f" {chi_dinh[drug]} ", (q.id, drug, phrase)
@@ -180,11 +180,11 @@ def test_indication_gold_is_named_in_each_gold_drugs_chi_dinh(
 @pytest.mark.corpus
 def test_no_question_copies_formulary_text(question_set: list[Question], corpus_dir: Path) -> None:
     """Questions are written in our own words: no run of 8 words taken from the formulary."""
-    corpus = " " + " ".join(" ".join(tokens(t)) for t in _monograph_texts(corpus_dir).values()) + " "
+    corpus = " " + " ".join(" ".join(folded_words(t)) for t in _monograph_texts(corpus_dir).values()) + " "
     copied = []
     for q in question_set:
         for text in (q.query, q.indication):
-            toks = tokens(text)
+            toks = folded_words(text)
             copied += [
                 (q.id, " ".join(toks[i : i + 8]))
                 for i in range(len(toks) - 7)

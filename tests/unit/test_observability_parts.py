@@ -16,7 +16,8 @@ import pytest
 from prometheus_client import generate_latest
 from pydantic import ValidationError
 
-from rag_server.api.calls import correlation_id_var
+from rag_server.api.traces import retrieve_trace
+from rag_server.call_context import Caller, correlation_id_var, current_caller, current_otel_trace_id
 from rag_server.config import Settings
 from rag_server.extras import Extra, MissingExtra, needed
 from rag_server.gen.rag.v1 import common_pb2, retrieval_pb2
@@ -25,8 +26,6 @@ from rag_server.observability.hooks import decision_labels, note_decision, note_
 from rag_server.observability.instrument import InstrumentedEmbedder, InstrumentedStore
 from rag_server.observability.logs import REDACTED, JsonFormatter, QuestionRedactor, _scrub, make_handler
 from rag_server.observability.metrics import IngestProgress, Metrics, split_method
-from rag_server.observability.tracing import current_otel_trace_id
-from rag_server.persistence.traces import RetrievalTrace
 
 RETRIEVE = "/rag.v1.RetrievalService/Retrieve"
 
@@ -59,11 +58,6 @@ def test_json_lines_carry_the_correlation_id_and_the_caller() -> None:
     assert record["logger"] == "rag_server.test" and record["correlation_id"] == "ward-7.req-1"
     assert record["time"].endswith("+00:00") and "caller" not in record
     assert json.loads(JsonFormatter().format(_record("outside")))["correlation_id"] == ""
-    try:
-        from rag_server.security.auth import Caller, current_caller
-    except ImportError:
-        pytest.skip("rag_server.security.auth is not there: no caller to read")
-
     def with_caller() -> str:
         current_caller.set(Caller("ward-7", ("query",)))
         return JsonFormatter().format(_record("who"))
@@ -257,14 +251,14 @@ def test_trace_rows_take_the_current_span_trace_id() -> None:
 
     request = retrieval_pb2.RetrieveRequest(drug_id="zentorin")
     response = retrieval_pb2.RetrieveResponse()
-    assert RetrievalTrace.from_retrieve(request, response, "c-1").otel_trace_id == ""
+    assert retrieve_trace(request, response, "c-1").otel_trace_id == ""
     tracing = Tracing(Settings(otel=True, otel_exporter="memory"))  # type: ignore[call-arg]
     try:
         tracer = tracing.provider.get_tracer("test")
         with tracer.start_as_current_span("call") as span:
             expected = format(span.get_span_context().trace_id, "032x")
             assert current_otel_trace_id() == expected
-            row = RetrievalTrace.from_retrieve(request, response, "c-1")
+            row = retrieve_trace(request, response, "c-1")
         assert row.otel_trace_id == expected and len(expected) == 32
         assert current_otel_trace_id() == ""  # no span current any more
         assert [s.name for s in tracing.finished_spans()] == ["call"]

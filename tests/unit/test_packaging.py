@@ -73,3 +73,28 @@ def test_the_client_package_imports_nothing_of_the_server() -> None:
     where, server_loaded = out.stdout.split()
     assert Path(where).is_relative_to(ROOT / "clients/python") and server_loaded == "False"
 
+
+
+def test_the_test_fixtures_stay_out_of_the_wheel() -> None:
+    from fnmatch import fnmatch
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]
+    include = tool["setuptools"]["packages"]["find"]["include"]
+    assert (ROOT / "formulary_fixtures" / "__init__.py").is_file()
+    assert not (ROOT / "ingest" / "fixtures").exists()
+    assert not any(fnmatch("formulary_fixtures", pattern) for pattern in include)
+    assert all(fnmatch("rag_server", p) or fnmatch("ingest", p) for p in include)
+    # what the renderers need is a test extra, never a runtime dependency
+    project = _project(ROOT / "pyproject.toml")
+    test_extra = _pins(project["optional-dependencies"]["test"])  # type: ignore[index]
+    assert "fpdf2" in test_extra and "fpdf2" not in _pins(list(project["dependencies"]))  # type: ignore[call-overload]
+
+
+def test_the_set_up_installs_the_test_extra() -> None:
+    # a clean clone's `bash .ci/run` needs pytest, fpdf2, ... : bootstrap installs the package with [test]
+    # and fails when a requirement of that extra is missing from the environment
+    script = (ROOT / "scripts" / "bootstrap.sh").read_text("utf-8")
+    assert '-e "$ROOT[test]"' in script and "scripts/check_extra.py" in script
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_extra.py"), "test"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

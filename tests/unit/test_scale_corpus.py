@@ -6,15 +6,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ingest.build import build_chunks
-from ingest.fixtures.sample_content import DRUGS
-from ingest.fixtures.scale_corpus import (
+from formulary_fixtures.sample_content import DRUGS
+from formulary_fixtures.scale_corpus import (
     generate_names,
     scale_specs,
     substitute,
     vary_numbers,
     write_scale_pdf,
 )
+from ingest.build import build_chunks
 from rag_server.text import slugify
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from rag_server.api.errors import RequestError
 from rag_server.api.uploads import UploadsFolder
+from rag_server.request_errors import RequestError
 
 
 def _write(folder: Path, name: str, size: int, age_s: float = 0.0, now: float = 1_000_000.0) -> Path:

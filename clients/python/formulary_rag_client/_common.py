@@ -1,22 +1,17 @@
-"""What the blocking and the asyncio clients share: channel credentials, call metadata and requests."""
+"""What the blocking and the asyncio clients share: channel credentials, call metadata, the stubs (the calls
+themselves are defined once, in _calls.py)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from formulary_rag_client.gen.rag.v1 import (
-    answer_pb2,
-    common_pb2,
-    ingestion_pb2,
-    retrieval_pb2,
-    understanding_pb2,
-)
+from formulary_rag_client._calls import STUBS, Stream, Unary
 
 CORRELATION_HEADER = "x-correlation-id"
 AUTH_HEADER = "authorization"
@@ -80,54 +75,18 @@ def echoed_correlation_id(got: Any, sent: Metadata) -> str:
     return sent[0][1]
 
 
-# --- requests ------------------------------------------------------------------------------------------
+class ClientBase:
+    """What both clients hold: the connection, the default timeout, one stub per service on the channel,
+    and the correlation id the server echoed for the latest call."""
 
+    def __init__(self, target: str, connection: Connection, timeout: float, channel: Any) -> None:
+        self.target = target
+        self.timeout = timeout
+        self._connection = connection
+        self._channel = channel
+        self._stubs = {name: make(channel) for name, make in STUBS.items()}
+        self.last_correlation_id = ""
 
-def understand_request(query: str, conversation_id: str) -> understanding_pb2.UnderstandRequest:
-    return understanding_pb2.UnderstandRequest(query=query, conversation_id=conversation_id)
-
-
-def retrieve_request(
-    query: str, drug_id: str, section_key: str, frame: common_pb2.QueryFrame | None
-) -> retrieval_pb2.RetrieveRequest:
-    return retrieval_pb2.RetrieveRequest(query=query, drug_id=drug_id, section_key=section_key, frame=frame)
-
-
-def assess_request(
-    drug_ids: Sequence[str], patient: common_pb2.PatientContext | None
-) -> retrieval_pb2.AssessPatientRequest:
-    return retrieval_pb2.AssessPatientRequest(drug_ids=list(drug_ids), patient=patient)
-
-
-def ingest_request(
-    path: str, check_only: bool, embed_only: bool, recompute_embeddings: bool, allow_gate_failures: bool
-) -> ingestion_pb2.IngestRequest:
-    return ingestion_pb2.IngestRequest(
-        path=path,
-        check_only=check_only,
-        embed_only=embed_only,
-        recompute_embeddings=recompute_embeddings,
-        allow_gate_failures=allow_gate_failures,
-    )
-
-
-def upload_parts(
-    source: Path | str | bytes, filename: str, chunk_bytes: int
-) -> Iterator[ingestion_pb2.UploadDocumentRequest]:
-    """UploadDocument's stream: the metadata, then the bytes in chunks. The file (a local path, or the
-    bytes) is read now, so a missing file raises here rather than inside the call."""
-    data = source if isinstance(source, bytes) else Path(source).read_bytes()
-    name = filename or (Path(source).name if not isinstance(source, bytes) else "upload.pdf")
-
-    def parts() -> Iterator[ingestion_pb2.UploadDocumentRequest]:
-        yield ingestion_pb2.UploadDocumentRequest(
-            metadata=ingestion_pb2.UploadMetadata(filename=name, size_bytes=len(data))
-        )
-        for start in range(0, len(data), chunk_bytes):
-            yield ingestion_pb2.UploadDocumentRequest(chunk=data[start : start + chunk_bytes])
-
-    return parts()
-
-
-def ask_request(query: str, conversation_id: str) -> answer_pb2.AskRequest:
-    return answer_pb2.AskRequest(query=query, conversation_id=conversation_id)
+    def _callable(self, call: Unary[Any] | Stream[Any]) -> Any:
+        """The stub's multi-callable of `call` (blocking or grpc.aio, as the channel is)."""
+        return getattr(self._stubs[call.stub], call.method)

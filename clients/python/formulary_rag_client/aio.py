@@ -1,43 +1,36 @@
 """AsyncFormularyClient: the same methods as FormularyClient on a grpc.aio channel (await them; `ask` and
-`ingest` are async iterators)."""
+`ingest` are async iterators). Each method is one call definition of _calls.py run on grpc.aio."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TypeVar
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from formulary_rag_client import _calls as calls
 from formulary_rag_client._common import (
     UPLOAD_CHUNK_BYTES,
+    ClientBase,
     Connection,
     Metadata,
-    ask_request,
-    assess_request,
     echoed_correlation_id,
-    ingest_request,
-    retrieve_request,
-    understand_request,
-    upload_parts,
 )
 from formulary_rag_client.errors import from_rpc_error
 from formulary_rag_client.gen.rag.v1 import (
     answer_pb2,
-    answer_pb2_grpc,
     common_pb2,
     ingestion_pb2,
-    ingestion_pb2_grpc,
     retrieval_pb2,
-    retrieval_pb2_grpc,
     understanding_pb2,
-    understanding_pb2_grpc,
 )
 
+T = TypeVar("T")
 
-class AsyncFormularyClient:
+
+class AsyncFormularyClient(ClientBase):
     """asyncio client: `async with AsyncFormularyClient(target, api_key=...) as client: await client.retrieve(
     ...)`. Arguments, errors and `last_correlation_id` as in FormularyClient."""
 
@@ -54,22 +47,13 @@ class AsyncFormularyClient:
         timeout: float = 30.0,
         channel: grpc.aio.Channel | None = None,
     ) -> None:
-        self.target = target
-        self.timeout = timeout
-        self._connection = Connection(target, api_key, tls, ca_file, client_cert, client_key, server_name)
+        conn = Connection(target, api_key, tls, ca_file, client_cert, client_key, server_name)
         if channel is None:
-            conn = self._connection
             if conn.secure:
                 channel = grpc.aio.secure_channel(target, conn.credentials(), options=conn.options())
             else:
                 channel = grpc.aio.insecure_channel(target, options=conn.options())
-        self._channel = channel
-        self._understanding: Any = understanding_pb2_grpc.UnderstandingServiceStub(self._channel)
-        self._retrieval: Any = retrieval_pb2_grpc.RetrievalServiceStub(self._channel)
-        self._answer: Any = answer_pb2_grpc.AnswerServiceStub(self._channel)
-        self._ingestion: Any = ingestion_pb2_grpc.IngestionServiceStub(self._channel)
-        self._health: Any = health_pb2_grpc.HealthStub(self._channel)
-        self.last_correlation_id = ""
+        super().__init__(target, conn, timeout, channel)
 
     # --- plumbing -----------------------------------------------------------------------------------
 
@@ -92,44 +76,40 @@ class AsyncFormularyClient:
         self.last_correlation_id = echoed_correlation_id(trailers, sent)
         return from_rpc_error(err, self.last_correlation_id)
 
-    async def _unary(self, method: Any, request: Any, correlation_id: str | None) -> Any:
+    async def _unary(self, call: calls.Unary[T], correlation_id: str | None) -> T:
         metadata = self._connection.metadata(correlation_id)
-        call = method(request, metadata=metadata, timeout=self.timeout)
+        rpc = self._callable(call)(call.request, metadata=metadata, timeout=self.timeout)
         try:
-            response = await call
+            reply = await rpc
         except grpc.aio.AioRpcError as err:
             raise self._failed(err, metadata) from None
-        self.last_correlation_id = echoed_correlation_id(await call.trailing_metadata(), metadata)
-        return response
+        self.last_correlation_id = echoed_correlation_id(await rpc.trailing_metadata(), metadata)
+        return call.result(reply)
 
     async def _stream(
-        self, method: Any, request: Any, correlation_id: str | None, timeout: float | None
-    ) -> AsyncIterator[Any]:
+        self, call: calls.Stream[T], correlation_id: str | None, timeout: float | None
+    ) -> AsyncIterator[T]:
         metadata = self._connection.metadata(correlation_id)
-        call = method(request, metadata=metadata, timeout=timeout)
+        rpc = self._callable(call)(call.request, metadata=metadata, timeout=timeout)
         try:
-            self.last_correlation_id = echoed_correlation_id(await call.initial_metadata(), metadata)
-            async for item in call:
+            self.last_correlation_id = echoed_correlation_id(await rpc.initial_metadata(), metadata)
+            async for item in rpc:
                 yield item
         except grpc.aio.AioRpcError as err:
             raise self._failed(err, metadata) from None
         finally:
-            call.cancel()  # no-op once finished; stops the server-side stream if the caller stops early
+            rpc.cancel()  # no-op once finished; stops the server-side stream if the caller stops early
 
-    # --- RPCs -------------------------------------------------------------------------------------
+    # --- RPCs (one call definition each) ------------------------------------------------------------
 
     async def health(self, service: str = "") -> str:
         """SERVING / NOT_SERVING / SERVICE_UNKNOWN for "" (the whole server) or a service name."""
-        reply = await self._unary(self._health.Check, health_pb2.HealthCheckRequest(service=service), None)
-        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+        return await self._unary(calls.health(service), None)
 
     async def understand(
         self, query: str, *, conversation_id: str = "", correlation_id: str | None = None
     ) -> understanding_pb2.UnderstandResponse:
-        result: understanding_pb2.UnderstandResponse = await self._unary(
-            self._understanding.Understand, understand_request(query, conversation_id), correlation_id
-        )
-        return result
+        return await self._unary(calls.understand(query, conversation_id), correlation_id)
 
     async def retrieve(
         self,
@@ -141,19 +121,12 @@ class AsyncFormularyClient:
         correlation_id: str | None = None,
     ) -> retrieval_pb2.RetrieveResponse:
         """By free text (`query`), or exactly by `drug_id` (+ `section_key`), or by a QueryFrame."""
-        result: retrieval_pb2.RetrieveResponse = await self._unary(
-            self._retrieval.Retrieve, retrieve_request(query, drug_id, section_key, frame), correlation_id
-        )
-        return result
+        return await self._unary(calls.retrieve(query, drug_id, section_key, frame), correlation_id)
 
     async def lookup_indication(
         self, indication: str, *, correlation_id: str | None = None
     ) -> retrieval_pb2.LookupIndicationResponse:
-        request = retrieval_pb2.LookupIndicationRequest(indication=indication)
-        result: retrieval_pb2.LookupIndicationResponse = await self._unary(
-            self._retrieval.LookupIndication, request, correlation_id
-        )
-        return result
+        return await self._unary(calls.lookup_indication(indication), correlation_id)
 
     async def assess_patient(
         self,
@@ -162,22 +135,13 @@ class AsyncFormularyClient:
         *,
         correlation_id: str | None = None,
     ) -> retrieval_pb2.AssessPatientResponse:
-        result: retrieval_pb2.AssessPatientResponse = await self._unary(
-            self._retrieval.AssessPatient, assess_request(drug_ids, patient), correlation_id
-        )
-        return result
+        return await self._unary(calls.assess_patient(drug_ids, patient), correlation_id)
 
     async def list_drugs(self, *, correlation_id: str | None = None) -> list[retrieval_pb2.DrugSummary]:
-        reply: retrieval_pb2.ListDrugsResponse = await self._unary(
-            self._retrieval.ListDrugs, retrieval_pb2.ListDrugsRequest(), correlation_id
-        )
-        return list(reply.drugs)
+        return await self._unary(calls.list_drugs(), correlation_id)
 
     async def get_corpus(self, *, correlation_id: str | None = None) -> ingestion_pb2.GetCorpusResponse:
-        result: ingestion_pb2.GetCorpusResponse = await self._unary(
-            self._ingestion.GetCorpus, ingestion_pb2.GetCorpusRequest(), correlation_id
-        )
-        return result
+        return await self._unary(calls.get_corpus(), correlation_id)
 
     def ingest(
         self,
@@ -191,8 +155,8 @@ class AsyncFormularyClient:
         correlation_id: str | None = None,
     ) -> AsyncIterator[ingestion_pb2.IngestResponse]:
         """Progress events, then one summary (`async for event in client.ingest(...)`)."""
-        request = ingest_request(path, check_only, embed_only, recompute_embeddings, allow_gate_failures)
-        return self._stream(self._ingestion.Ingest, request, correlation_id, timeout)
+        call = calls.ingest(path, check_only, embed_only, recompute_embeddings, allow_gate_failures)
+        return self._stream(call, correlation_id, timeout)
 
     async def upload_document(
         self,
@@ -203,13 +167,13 @@ class AsyncFormularyClient:
         correlation_id: str | None = None,
     ) -> ingestion_pb2.UploadDocumentResponse:
         """Stream a PDF (a local path or its bytes) to the server; returns the server-side path to ingest."""
-        result: ingestion_pb2.UploadDocumentResponse = await self._unary(
-            self._ingestion.UploadDocument, upload_parts(source, filename, chunk_bytes), correlation_id
-        )
-        return result
+        return await self._unary(calls.upload_document(source, filename, chunk_bytes), correlation_id)
 
     def ask(
         self, query: str, *, conversation_id: str = "", correlation_id: str | None = None
     ) -> AsyncIterator[answer_pb2.AskResponse]:
         """Progress events, the verified answer blocks, then the final message (`async for event in ...`)."""
-        return self._stream(self._answer.Ask, ask_request(query, conversation_id), correlation_id, None)
+        return self._stream(calls.ask(query, conversation_id), correlation_id, None)
+
+
+__all__ = ["AsyncFormularyClient"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rag_server.config import Settings
 from rag_server.extras import Extra, require
 from rag_server.providers.base import Embedder, Reranker
@@ -11,9 +13,13 @@ from rag_server.vocabulary.language import Language, load_language
 
 
 def build_reranker(
-    settings: Settings, embedder: Embedder | None = None, language: Language | None = None
+    settings: Settings,
+    embedder: Embedder | None = None,
+    language: Language | None = None,
+    wrap: Callable[[Reranker], Reranker] | None = None,
 ) -> GuardedReranker | None:
-    """None when settings.reranker == "none" (responses then report reranker_state "disabled")."""
+    """None when settings.reranker == "none" (responses then report reranker_state "disabled"). `wrap`
+    (the app's observability: a timer) is put around the provider, inside the timeout and breaker."""
     inner: Reranker
     if settings.reranker == "none":
         return None
@@ -33,5 +39,7 @@ def build_reranker(
         from rag_server.providers.rerank.offline import OfflineReranker
         stopwords = (language or load_language()).rules.stopwords
         inner = OfflineReranker(embedder, stopwords=stopwords, lexical_weight=settings.rerank_lexical_weight)
+    if wrap is not None:
+        inner = wrap(inner)
     breaker = CircuitBreaker(settings.rerank_breaker_failures, settings.rerank_breaker_cooldown_s)
     return GuardedReranker(inner, settings.rerank_timeout_s, breaker)

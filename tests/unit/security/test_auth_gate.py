@@ -11,16 +11,10 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from rag_server.api.errors import ERROR_DOMAIN, RequestError
+from rag_server.call_context import Caller, current_caller
 from rag_server.gen.rag.v1 import answer_pb2, ingestion_pb2, retrieval_pb2, understanding_pb2
-from rag_server.security.auth import (
-    METHOD_SCOPES,
-    AuthGate,
-    Caller,
-    bearer_token,
-    current_caller,
-    scope_for,
-)
+from rag_server.request_errors import ERROR_DOMAIN, RequestError
+from rag_server.security.auth import METHOD_SCOPES, AuthGate, bearer_token, scope_for
 from rag_server.security.keys import KeyStore
 
 

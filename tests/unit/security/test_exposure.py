@@ -9,10 +9,11 @@ from typing import Any
 import grpc
 import pytest
 
-from rag_server.api.errors import RequestError
+from rag_server.call_context import Caller, current_caller
 from rag_server.config import Settings
+from rag_server.request_errors import RequestError
 from rag_server.security import setup
-from rag_server.security.auth import AuthGate, Caller, conversation_owner, current_caller
+from rag_server.security.auth import AuthGate, conversation_owner
 from rag_server.security.exposure import ExposedIngestGate, is_loopback
 from rag_server.security.keys import KeyStore
 

@@ -11,9 +11,10 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from rag_server.api.errors import RequestError
+from rag_server.call_context import Caller, current_caller
 from rag_server.config import Settings
-from rag_server.security.auth import AuthGate, Caller, current_caller
+from rag_server.request_errors import RequestError
+from rag_server.security.auth import AuthGate
 from rag_server.security.limits import ASK_METHOD, RateLimitGate, StreamCapGate
 from rag_server.security.setup import gates_for
 

@@ -9,8 +9,9 @@ import pytest
 from fictional_formulary import build_chunks
 
 from rag_server.domain import Chunk
+from rag_server.text.spelling import osa_distance
 from rag_server.understanding.catalog import Catalog, build_catalog, split_display_name
-from rag_server.understanding.fuzzy import max_edits, osa_distance
+from rag_server.understanding.fuzzy import max_edits
 from rag_server.vocabulary import load_vocabulary
 from rag_server.vocabulary.language import load_language
 

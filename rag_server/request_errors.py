@@ -1,6 +1,7 @@
-"""Map domain failures to gRPC statuses with google.rpc details (never INTERNAL for bad input): BadRequest,
-PreconditionFailure, QuotaFailure, ErrorInfo (a machine-readable reason, domain "formulary-rag") and
-RetryInfo."""
+"""Refusals of a request, raised by the servicers and the security gates alike and turned into the reply by
+the call plumbing (api/calls.py): gRPC statuses with google.rpc details (never INTERNAL for bad input):
+BadRequest, PreconditionFailure, QuotaFailure, ErrorInfo (a machine-readable reason, domain "formulary-rag")
+and RetryInfo. No generated rag.v1 code: only grpc and the google.rpc messages."""
 
 from __future__ import annotations
 
@@ -126,11 +127,3 @@ def resource_exhausted(
     return RequestError(
         grpc.StatusCode.RESOURCE_EXHAUSTED, message, reason=reason, info=info, retry_delay_s=retry_delay_s
     )
-
-
-def unimplemented(capability: str) -> RequestError:
-    return RequestError(grpc.StatusCode.UNIMPLEMENTED, f"not built yet: {capability}")
-
-
-async def abort_with(context: grpc.aio.ServicerContext, error: RequestError) -> None:
-    await context.abort_with_status(error.to_status())

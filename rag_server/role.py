@@ -40,7 +40,7 @@ class Role:
 
     @property
     def conversations(self) -> Path:
-        """Conversation memory shared by the workers when no database is configured (answer/shared.py)."""
+        """Conversation memory the workers share when no database is configured (answer/shared_memory.py)."""
         return self.run_dir / "conversations.sqlite3"
 
     @property

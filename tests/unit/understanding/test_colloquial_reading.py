@@ -1,0 +1,105 @@
+"""The reading of colloquial questions (fictional catalog; NOT medical information): what the patient has
+is no effect of the drug, fillers typed without diacritics, weak cues that add up or yield to an effect,
+a second medicine, effects listed together, medicines typed in Vietnamese, the follow-ups a conversation
+carries."""
+
+from __future__ import annotations
+
+import pytest
+from fictional_formulary import build_chunks
+
+from rag_server.domain import Reason
+from rag_server.understanding.catalog import Catalog, build_catalog
+from rag_server.understanding.frame import Prior, QueryFrame, TurnType
+from rag_server.understanding.reading import read
+from rag_server.vocabulary import load_vocabulary
+from rag_server.vocabulary.language import Language, load_language
+
+LANGUAGE = load_language()
+ROLES = load_vocabulary().roles
+EARLIER = Prior(("zentorin",), "lieu_luong_va_cach_dung")
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return build_catalog(build_chunks(), LANGUAGE)
+
+
+def frame(query: str, catalog: Catalog, prior: Prior | None = None) -> QueryFrame:
+    return (read(query, catalog, LANGUAGE, prior) if prior else read(query, catalog, LANGUAGE)).frame
+
+
+@pytest.mark.parametrize(
+    ("query", "effect"),
+    [
+        ("bị đau đầu khi uống zentorin", "đau đầu"),  # a link ties the cue to the drug
+        ("uống zentorin bị đau đầu", "đau đầu"),
+        ("đang bị đau đầu uống zentorin được không", None),  # what the patient has
+        ("bau 2 thang bi viem duong tieu uong zentorin duoc ko", None),
+    ],
+)
+def test_a_weak_cue_before_the_drug_is_what_the_patient_has(
+    catalog: Catalog, query: str, effect: str | None
+) -> None:
+    got = frame(query, catalog).effect
+    assert (got.text if got else None) == effect
+
+
+def test_a_pregnancy_by_its_term(catalog: Catalog) -> None:
+    assert frame("bau 2 thang uong zentorin duoc ko", catalog).patient.pregnant
+    assert frame("thai 32 tuần bị đau đầu, zentorin có an toàn không", catalog).patient.pregnant
+    assert not frame("zentorin thải qua thận mấy tuần", catalog).patient.pregnant
+
+
+def test_typed_without_diacritics_a_phrase_on_a_function_word_yields(catalog: Catalog) -> None:
+    got = frame("dang dung zentorin ma bi tieu chay keo dai thi can lam gi", catalog)
+    terms = [t.text for t in got.asked_terms]
+    assert "tieu chay" in terms and "bi tieu" not in terms  # "bị tiêu chảy", not "bí tiểu"
+    assert "dang dung" not in terms and "can lam" not in terms  # fillers, whatever the segmentation says
+
+
+def test_a_filler_inside_a_word_is_no_filler(catalog: Catalog) -> None:
+    assert "thuốc lá" in [t.text for t in frame("thuốc lá điện tử giá bao nhiêu", catalog).asked_terms]
+
+
+def test_weak_cues_add_up_and_yield_to_an_effect(catalog: Catalog) -> None:
+    vocabulary = load_vocabulary()
+    found = vocabulary.resolve_section("để trong xe hơi mùa hè có bị hư không")
+    assert found is not None and found.section_key == "do_on_dinh_va_bao_quan"
+    heat = frame("zentorin có làm nóng người không", catalog)
+    assert heat.section_key == "" and heat.turn_type == TurnType.FREE_FORM
+
+
+def test_a_second_medicine_turns_a_one_drug_cue_into_the_interaction(catalog: Catalog) -> None:
+    interaction = ROLES.interaction_facet[0]
+    assert frame("zentorin có làm giảm hấp thu ketoconazol không", catalog).section_key == interaction
+    assert frame("zentorin hấp thu thế nào", catalog).section_key == ROLES.pharmacokinetics
+    assert frame("zentorin nồng độ lactat trong máu", catalog).section_key != ROLES.interaction_facet[0]
+
+
+def test_effects_listed_together_are_one_effect(catalog: Catalog) -> None:
+    effect = frame("zentorin có làm mệt, nhức đầu không", catalog).effect
+    assert effect is not None and "mệt" in effect.forms and "nhức đầu" in effect.forms
+
+
+def test_medicines_typed_in_vietnamese_and_where_their_list_ends(catalog: Catalog) -> None:
+    iron = frame("Bệnh nhân đang uống viên sắt, cần dùng zentorin thì uống thế nào?", catalog)
+    assert iron.patient.current_medications == ("viên sắt",) and iron.drug_ids == ("zentorin",)
+    added = frame("dang dung verapamil them zentorin duoc khong", catalog)
+    assert added.patient.current_medications == ("verapamil",) and added.drug_ids == ("zentorin",)
+    assert added.turn_type == TurnType.PATIENT_ASSESSMENT
+
+
+def test_a_conversation_keeps_its_drug_for_everyday_words_and_unknown_medicines(catalog: Catalog) -> None:
+    storage = read("lọ mở rồi để nhiệt độ phòng được không?", catalog, LANGUAGE, EARLIER)
+    assert storage.frame.drug_ids == ("zentorin",) and not storage.reason
+    taking = read("nếu đang uống propranolol thì có còn tác dụng không", catalog, LANGUAGE, EARLIER)
+    assert taking.frame.drug_ids == ("zentorin",) and taking.reason is not Reason.DRUG_NOT_FOUND
+    alone = read("nếu đang uống propranolol thì có còn tác dụng không", catalog, LANGUAGE)
+    assert alone.reason is Reason.DRUG_NOT_FOUND  # no conversation: the name is not in the formulary
+
+
+def test_a_class_member_carries_its_class(catalog: Catalog) -> None:
+    language: Language = LANGUAGE
+    forms = [f.text for f in language.forms_of[("aspirin",)]]
+    assert "salicylat" in forms
