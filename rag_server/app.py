@@ -26,15 +26,19 @@ from rag_server.vocabulary.language import Language, load_language
 from rag_server.vocabulary.sections import Vocabulary
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rag_server.answer.factory import AnswerParts
     from rag_server.observability import Observability
     from rag_server.persistence.audit_store import AuditWriter
     from rag_server.persistence.recorder import TraceRecorder
     from rag_server.providers.base import Embedder
     from rag_server.providers.rerank.guarded import Ranker
+    from rag_server.role import Role
     from rag_server.store.base import Store
 
 log = logging.getLogger("rag_server")
+FOLLOW_S = 2.0  # how often a follower worker checks the served generation when RAG_GENERATION_WATCH_S=0
 
 
 class CorpusHolder:
@@ -48,7 +52,10 @@ class CorpusHolder:
         self.current = Corpus(store, language, policy)  # nothing served until the first refresh
 
     def served_generation(self) -> str:
-        """Blocking (a store call)."""
+        """Blocking (a store call; a follower of another process's store catches up with it first)."""
+        follow = getattr(self.store, "follow", None)
+        if follow is not None:
+            follow()
         manifest = self.store.manifest()
         return manifest.generation if manifest is not None else ""
 
@@ -88,6 +95,7 @@ class App:
     answers: AnswerParts | None = None  # understander, generator, judge, memory of AnswerService/Ask
     audit: AuditWriter | None = None  # the audit chain of Retrieve and Ask calls (RAG_AUDIT, on by default)
     holder: CorpusHolder | None = None
+    role: Role | None = None  # which worker of `serve --workers` this is (None: the one process)
     _watch: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -104,11 +112,25 @@ class App:
     def providers(self) -> Providers:
         return Providers(self.embedder, self.reranker)
 
+    @property
+    def follower_dir(self) -> Path | None:
+        """Where a follower worker keeps its copy of the embedded store's served generation (None: this
+        process owns the store, or the store is a server every worker opens)."""
+        if self.role is None or self.role.owner or self.settings.store != "edge":
+            return None
+        return self.role.follower_dir(self.settings.store_dir)
+
+    @property
+    def owns_ingestion(self) -> bool:
+        """This process loads the sample, ingests and switches (the one process, or worker 0)."""
+        return self.role is None or self.role.owner
+
     async def start(self, observability: Observability | None = None) -> None:
         """Compose the app: open the store and providers (refusing a store built with another embedding
-        model), handing each to `observability` to wrap (timed) before anything is built on it, then build
-        the Corpus of the served generation before the first request, and watch the generation. Parts given
-        to the App are used as they are (and timed when `observability` measures), never rebuilt."""
+        model; a follower worker opens its copy of the store the owner writes), handing each to
+        `observability` to wrap (timed) before anything is built on it, then build the Corpus of the served
+        generation before the first request, and watch the generation. Parts given to the App are used as
+        they are (and timed when `observability` measures), never rebuilt."""
         from rag_server.extras import check_extras
 
         check_extras(self.settings)  # one line naming a missing provider extra, before anything opens
@@ -120,11 +142,15 @@ class App:
         from rag_server.store.factory import open_store
 
         embedder = self.embedder if self.embedder is not None else build_embedder(self.settings)
-        store = self.store if self.store is not None else await asyncio.to_thread(open_store, self.settings)
+        if self.store is not None:
+            store = self.store
+        else:  # a follower worker reads the owner's store through its own copy (store/follower.py)
+            store = await asyncio.to_thread(open_store, self.settings, None, self.follower_dir)
         if observability is not None:  # the sample load below and everything built on them is timed too
             embedder, store = observability.timed_embedder(embedder), observability.timed_store(store)
-        # model/dims check (the store closed on a mismatch), sample load into an empty store
-        await open_corpus(self.settings, embedder, store)
+        # model/dims check (the store closed on a mismatch), sample load into an empty store (the owner's)
+        await open_corpus(self.settings, embedder, store,
+                          load_sample=self.settings.load_sample_on_start and self.owns_ingestion)
         self.embedder, self.store = embedder, store
         if self.reranker is None:
             from rag_server.providers.rerank import build_reranker
@@ -141,7 +167,9 @@ class App:
         if self.answers is None:
             from rag_server.answer.factory import build_answer_parts
 
-            parts = build_answer_parts(self.settings, self.language, self.traces)
+            # the workers of `serve --workers` share conversation memory (a SQLite file) when no database
+            shared = self.role.conversations if self.role is not None and self.role.count > 1 else None
+            parts = build_answer_parts(self.settings, self.language, self.traces, shared)
             if observability is not None:
                 parts = dataclasses.replace(
                     parts,
@@ -159,10 +187,11 @@ class App:
         self.holder = CorpusHolder(self.store, self.language, EvidencePolicy.from_settings(self.settings))
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self.executor, self.holder.refresh)
-        if self.settings.generation_watch_s > 0:
-            self._watch = asyncio.create_task(
-                self.holder.watch(self.settings.generation_watch_s, self.executor)
-            )
+        watch_s = self.settings.generation_watch_s
+        if watch_s <= 0 and not self.owns_ingestion:
+            watch_s = FOLLOW_S  # a follower sees the owner's switches only by watching
+        if watch_s > 0:
+            self._watch = asyncio.create_task(self.holder.watch(watch_s, self.executor))
         # Models the first requests would otherwise load, in the background (serving starts now).
         loop.run_in_executor(self.executor, self._warm)
 

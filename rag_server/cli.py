@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
-import threading
 from pathlib import Path
 
 from rag_server.config import Settings
@@ -23,6 +21,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["data_dir"] = Path(args.data_dir)
     if getattr(args, "metrics_port", None) is not None:
         overrides["metrics_port"] = args.metrics_port
+    if getattr(args, "workers", None) is not None:
+        overrides["workers"] = args.workers
     return Settings(**overrides)  # type: ignore[arg-type]
 
 
@@ -35,9 +35,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from rag_server.listen import ListenError
     from rag_server.observability.logs import configure_logging, say
 
-    configure_logging(settings)  # RAG_LOG_LEVEL, RAG_LOG_FORMAT (text | json), RAG_LOG_QUESTIONS
+    parent = settings.serving_processes() > 1
+    # RAG_LOG_LEVEL, RAG_LOG_FORMAT (text | json), RAG_LOG_QUESTIONS; a parent of workers runs no native code
+    configure_logging(settings, process="parent" if parent else "", native=not parent)
     try:
         check_extras(settings)
+        count = settings.serving_processes()
+        if count > 1:  # the parent of N serving processes (rag_server/workers): no grpc object here
+            from rag_server.workers.supervisor import serve_workers
+
+            return serve_workers(settings, count)
+        if settings.workers > 1:
+            logging.getLogger("rag_server").warning(
+                "RAG_STORE=qdrant with a local RAG_QDRANT_URL belongs to one process: serving with one")
         from rag_server.server import serve
 
         asyncio.run(serve(settings))
@@ -47,23 +57,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except (StoreError, StartupError, MissingExtra) as exc:
         say(f"rag-server: cannot start: {exc}", sys.stderr, logging.ERROR)
         return 2
-    _exit_if_work_is_stuck()
     return 0
-
-
-def _exit_if_work_is_stuck() -> None:
-    """A worker thread still busy after the grace period (a provider call that never returns) must not
-    keep the process alive: leave at once, as the README promises."""
-    stuck = [t for t in threading.enumerate() if t.name.startswith("rag-work") and t.is_alive()]
-    if stuck:
-        logging.getLogger("rag_server").warning("%d worker thread(s) still busy: exiting now", len(stuck))
-        from rag_server.observability import native_stderr
-
-        native_stderr.restore()  # JSON mode: what native code wrote last is logged before leaving
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=int, default=None,
         help="serve Prometheus metrics on http://RAG_METRICS_HOST:PORT/metrics (default RAG_METRICS_PORT, "
         "0: off)",
+    )
+    serve.add_argument(
+        "--workers", type=int, default=None,
+        help="serving processes sharing the port (default RAG_WORKERS: 0, one per CPU core; 1: this process "
+        "alone); the first owns ingestion and the store's generation switch",
     )
     serve.set_defaults(func=_cmd_serve)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -22,6 +23,12 @@ class Settings(BaseSettings):
     accept_window_s: float = Field(
         1.0, ge=0, le=60, description="On SIGTERM: seconds calls are still accepted after health turns "
         "NOT_SERVING (load balancers move away), at most a quarter of the grace period."
+    )
+    workers: int = Field(
+        0, ge=0, le=256, description="Serving processes of `rag-server serve` sharing its port "
+        "(SO_REUSEPORT; `--workers`): 0 = one per CPU core, 1 = the one process alone. The first owns "
+        "ingestion and the store's generation switch; the others follow the switch and hand Ingest and "
+        "UploadDocument to it."
     )
     max_workers: int = Field(8, ge=1, le=256, description="Thread pool size for blocking work.")
     max_message_mb: int = Field(16, ge=1, le=512, description="Largest gRPC message accepted, in MiB.")
@@ -318,3 +325,11 @@ class Settings(BaseSettings):
     @property
     def store_dir(self) -> Path:
         return self.data_dir / "store"
+
+    def serving_processes(self) -> int:
+        """How many processes `rag-server serve` runs (RAG_WORKERS; 0: one per core). A qdrant-client local
+        store (':memory:' or a path) belongs to one process, so it is served by one."""
+        if self.store == "qdrant" and not self.qdrant_url.startswith(("http://", "https://")):
+            return 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return self.workers or cores or 1

@@ -62,15 +62,19 @@ def _load_sample(settings: Settings, store: Store, embedder: Embedder) -> None:
     log.info("loaded the fictional sample formulary: %s", outcome.message)
 
 
-async def open_corpus(settings: Settings, embedder: Embedder, store: Store) -> None:
+async def open_corpus(settings: Settings, embedder: Embedder, store: Store, *,
+                      load_sample: bool | None = None) -> None:
     """The model check (the store is closed and StartupError raised on a mismatch), then the sample load
-    into an empty store."""
+    into an empty store (`load_sample`, default settings.load_sample_on_start: only the process that owns
+    ingestion loads it, never a follower worker of `serve --workers`)."""
     try:
         check_compatible(store.manifest(), embedder)
     except StartupError:
         store.close()
         raise
-    if store.manifest() is None and settings.load_sample_on_start:
+    if load_sample is None:
+        load_sample = settings.load_sample_on_start
+    if store.manifest() is None and load_sample:
         try:
             await asyncio.to_thread(_load_sample, settings, store, embedder)
         except Exception:  # an empty store still serves (retrieval answers CORPUS_NOT_LOADED)

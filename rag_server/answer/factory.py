@@ -1,10 +1,12 @@
 """The answer pipeline's parts as configured (RAG_UNDERSTANDER, RAG_GENERATOR, RAG_JUDGE; memory in
-PostgreSQL when RAG_DATABASE_URL is set, else in process). The LLM parts share one `bedrock-runtime`
+PostgreSQL when RAG_DATABASE_URL is set, else in process, or in a SQLite file the workers of
+`serve --workers` share). The LLM parts share one `bedrock-runtime`
 client; a chosen provider's extra is required here too (check_extras already refused a missing one)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_server.answer.entail import Judge, OfflineJudge
@@ -32,12 +34,18 @@ class AnswerParts:
     config: AnswerConfig
 
 
-def build_answer_parts(settings: Settings, language: Language, traces: TraceRecorder | None) -> AnswerParts:
+def build_answer_parts(settings: Settings, language: Language, traces: TraceRecorder | None,
+                       shared_memory: Path | None = None) -> AnswerParts:
+    """`shared_memory`: the SQLite file the workers of `serve --workers` share when there is no database."""
     memory: Memory
     if traces is not None:
         from rag_server.persistence.conversations import ConversationStore
 
         memory = DatabaseMemory(ConversationStore(traces.traces.pool))
+    elif shared_memory is not None:
+        from rag_server.answer.shared_memory import SharedMemory
+
+        memory = SharedMemory(shared_memory, settings.memory_conversations, max(2 * settings.memory_turns, 2))
     else:
         memory = InProcessMemory(settings.memory_conversations, max(2 * settings.memory_turns, 2))
     config = AnswerConfig(

@@ -71,6 +71,7 @@ class Plumbing:
     lifecycle: Lifecycle
     gates: list[Gate] = field(default_factory=list)
     observers: list[Observer] = field(default_factory=list)
+    trailers: tuple[tuple[str, str], ...] = ()  # sent with every reply after the correlation id
 
 
 def _code_of(exc: BaseException) -> grpc.StatusCode:
@@ -120,6 +121,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
     interceptor chain."""
     lifecycle = plumbing.lifecycle
     open_method = method.startswith(OPEN_PREFIXES)
+    health_method = method.startswith(HEALTH_PREFIX)
     parse = request_parser(method, handler.request_deserializer)
 
     async def start(context: grpc.aio.ServicerContext[Any, Any], streaming: bool) -> list[Callable[[], None]]:
@@ -127,9 +129,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
         correlation_id_var.set(cid)
         if not kept:
             log.debug("correlation id regenerated for %s", method)
-        echo = ((CORRELATION_HEADER, cid),)
-        if lifecycle.draining and not method.startswith(HEALTH_PREFIX):
-            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN, echo)
+        echo = ((CORRELATION_HEADER, cid), *plumbing.trailers)
         # In the trailers of every reply (they travel with the status: no extra write); a stream also has it
         # in its headers, before the first message.
         context.set_trailing_metadata(echo)
@@ -156,12 +156,31 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
         echo = ((CORRELATION_HEADER, correlation_id_var.get()),)
         await context.abort(status.code, status.details, (*status.trailing_metadata, *echo))
 
+    def observe(code: grpc.StatusCode, began: float) -> None:
+        if plumbing.observers:
+            seconds = time.perf_counter() - began
+            for observer in plumbing.observers:
+                observer.finished(method, code, seconds)
+
+    async def refuse(context: grpc.aio.ServicerContext[Any, Any], began: float) -> None:
+        """UNAVAILABLE while the server drains: never in flight, so it cannot hold the drain open."""
+        lifecycle.refused += 1
+        cid, _ = resolve_correlation_id(context.invocation_metadata())
+        correlation_id_var.set(cid)
+        try:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN,
+                                ((CORRELATION_HEADER, cid), *plumbing.trailers))
+        finally:
+            observe(grpc.StatusCode.UNAVAILABLE, began)
+
     @contextlib.asynccontextmanager
     async def call(
         context: grpc.aio.ServicerContext[Any, Any], streaming: bool = False
     ) -> AsyncIterator[None]:
-        lifecycle.enter()
         began = time.perf_counter()
+        if lifecycle.draining and not health_method:
+            await refuse(context, began)
+        lifecycle.enter()
         code = grpc.StatusCode.OK
         releases: list[Callable[[], None]] = []
         try:
@@ -177,10 +196,7 @@ def wrap_handler(method: str, handler: grpc.RpcMethodHandler, plumbing: Plumbing
             for release in reversed(releases):
                 release()
             lifecycle.leave()
-            if plumbing.observers:
-                seconds = time.perf_counter() - began
-                for observer in plumbing.observers:
-                    observer.finished(method, code, seconds)
+            observe(code, began)
 
     def rebuilt(behaviour: Any, factory: Callable[..., grpc.RpcMethodHandler]) -> grpc.RpcMethodHandler:
         # Bytes in: the request is parsed inside the plumbing (`parse`), after the correlation id and gates.

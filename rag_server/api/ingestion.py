@@ -271,6 +271,7 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         if outcome.switched and store is self.app.store:
             # The new generation's catalog and indexes, built before the summary says it is served.
             await loop.run_in_executor(self.app.executor, self.app.refresh)
+        log.info("ingest of %s ended: %s", pdf.name, outcome.message)  # under the call's correlation id
         yield ingestion_pb2.IngestResponse(summary=_summary(outcome))
 
     async def UploadDocument(

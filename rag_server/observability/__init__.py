@@ -30,6 +30,7 @@ from rag_server.observability.metrics import Metrics, MetricsEndpoint
 if TYPE_CHECKING:
     from rag_server.call_context import Observer
     from rag_server.lifecycle import Lifecycle
+    from rag_server.observability.multiproc import Mirror
     from rag_server.observability.tracing import Tracing
     from rag_server.providers.base import Embedder, Reranker
     from rag_server.store.base import Store
@@ -44,9 +45,13 @@ P = TypeVar("P")
 class Observability:
     """The metrics registry, tracing and /metrics endpoint of one server."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, worker: tuple[int, str] | None = None) -> None:
         self.settings = settings
-        self.metrics: Metrics | None = Metrics() if settings.metrics_port else None
+        # a worker of `serve --workers` (its index and "owner"/"follower", plain values: observability
+        # knows nothing of rag_server.workers): the parent serves the metrics (multiproc.py)
+        self.worker = worker
+        self.metrics: Metrics | None = Metrics(worker is not None) if settings.metrics_port else None
+        self.mirror: Mirror | None = None
         self.tracing: Tracing | None = None
         if settings.otel:  # MissingExtra (one line) when the otel extra is not installed
             from rag_server.observability.tracing import Tracing
@@ -67,6 +72,10 @@ class Observability:
         if self.tracing is not None:
             out.append(self.tracing.observer)
         return out
+
+    def relay_observers(self) -> list[Observer]:
+        """The Observers of the owner's relay port (`serve --workers`): the ingest it runs, nothing else."""
+        return [self.metrics.relay_observer()] if self.metrics is not None else []
 
     @property
     def ingest_progress(self) -> Callable[[str, int, int], None] | None:
@@ -111,8 +120,16 @@ class Observability:
         self.metrics.watch_audit(audit)  # audit records written, failed, pending
 
     def serve_metrics(self) -> None:
-        """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (ListenError, one line, when it cannot)."""
+        """Bind RAG_METRICS_HOST:RAG_METRICS_PORT (ListenError, one line, when it cannot); a worker of
+        `serve --workers` mirrors its scrape-time values into its files instead (the parent serves)."""
         if self.metrics is None:
+            return
+        if self.worker is not None:
+            from rag_server.observability.multiproc import Mirror
+
+            index, name = self.worker
+            self.mirror = Mirror(self.metrics.live, self.metrics.registry, index, name)
+            self.mirror.start()
             return
         host, port = self.settings.metrics_host, self.settings.metrics_port
         try:
@@ -124,6 +141,9 @@ class Observability:
         log.info("metrics on http://%s:%d/metrics", host, self.endpoint.port)
 
     def close(self) -> None:
+        if self.mirror is not None:
+            self.mirror.close()
+            self.mirror = None
         if self.endpoint is not None:
             self.endpoint.close()
             self.endpoint = None

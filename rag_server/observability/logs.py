@@ -40,6 +40,7 @@ MIN_SCRUB_CHARS = 4  # a one-word question shorter than this ("ok") is not searc
 SHARED_WORDS = 3  # words in a row a log line must share with the question to be redacted
 
 _json_lines = False  # RAG_LOG_FORMAT=json, set by configure_logging: `say` writes JSON too
+_process = ""  # `serve --workers`: "parent" or "worker N", in every line (JSON field "process")
 
 
 
@@ -123,6 +124,8 @@ class JsonFormatter(logging.Formatter):
         caller = caller_name()
         if caller:
             out["caller"] = caller
+        if _process:
+            out["process"] = _process
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
@@ -135,15 +138,20 @@ class JsonFormatter(logging.Formatter):
 def make_handler(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler (stderr by default) with the configured format and the question filter."""
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    text = TEXT_FORMAT.replace("%(message)s", f"[{_process}] %(message)s") if _process else TEXT_FORMAT
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else logging.Formatter(text))
     handler.addFilter(QuestionRedactor(allow=settings.log_questions))
     return handler
 
 
-def configure_logging(settings: Settings, stream: IO[str] | None = None) -> logging.Handler:
+def configure_logging(settings: Settings, stream: IO[str] | None = None, *, process: str = "",
+                      native: bool = True) -> logging.Handler:
     """The root logger of `rag-server serve`: RAG_LOG_LEVEL, RAG_LOG_FORMAT, RAG_LOG_QUESTIONS. In JSON
-    mode, warnings and uncaught exceptions go through it too (one JSON line each)."""
-    global _json_lines
+    mode, warnings and uncaught exceptions go through it too (one JSON line each), and (`native`) what
+    native code writes to fd 2. `process`: which process of `serve --workers` writes ("parent",
+    "worker 1"), in every line."""
+    global _json_lines, _process
+    _process = process
     handler = make_handler(settings, stream)
     logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
     _json_lines = settings.log_format == "json"
@@ -152,7 +160,7 @@ def configure_logging(settings: Settings, stream: IO[str] | None = None) -> logg
         sys.excepthook = _log_uncaught
         threading.excepthook = _log_thread_exception
         sys.unraisablehook = _log_unraisable
-        if stream is None:  # the process's stderr: what native code writes to fd 2 becomes JSON too
+        if stream is None and native:  # the process's stderr: what native code writes to fd 2 too
             from rag_server.observability import native_stderr
 
             native_stderr.capture()

@@ -31,20 +31,20 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from socketserver import ThreadingMixIn
+from collections.abc import Callable, Iterator
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from rag_server.observability.endpoint import MetricsEndpoint
 from rag_server.observability.hooks import decision_labels, decision_var
+
+__all__ = ["Metrics", "MetricsEndpoint"]
 
 log = logging.getLogger("rag_server.observability")
 
@@ -208,18 +208,49 @@ class _AuditCollector(Collector):
         yield pending
 
 
-class Metrics:
-    """The registry and metrics of one server; `finished` is its call Observer (api/calls.py)."""
+class _InFlightCollector(Collector):
+    def __init__(self, count: Callable[[], float], failed: _Once) -> None:
+        self.count = count
+        self.failed = failed
 
-    def __init__(self) -> None:
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            value = float(self.count())
+        except Exception:  # pragma: no cover - fail-open
+            self.failed("in-flight collector")
+            return
+        yield GaugeMetricFamily("rag_rpc_in_flight", "Calls being served now.", value=value)
+
+
+class _RelayedCalls:
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
+        try:
+            self.metrics._ingest_finished(method, code)
+        except Exception:  # pragma: no cover - fail-open
+            self.metrics.failed("relay observer")
+
+
+class Metrics:
+    """The registry and metrics of one server; `finished` is its call Observer (api/calls.py).
+
+    `registry` holds what is observed per call (histograms, counters); `live` the values read when
+    scraped (calls in flight, the breaker, ingest progress, audit counts): the same registry for one
+    server. With `multiprocess` (a worker of `serve --workers`, PROMETHEUS_MULTIPROC_DIR set by the
+    parent) the per-call values are written to the worker's files, which the parent aggregates, and
+    `live` is a registry of its own that multiproc.Mirror copies into those files every second."""
+
+    def __init__(self, multiprocess: bool = False) -> None:
         self.registry = CollectorRegistry()
+        self.live = CollectorRegistry() if multiprocess else self.registry
         r = self.registry
         self.failed = _Once()
         self.rpc_seconds = Histogram(
             "rag_rpc_duration_seconds", "Duration of RPCs by method and status code.",
             ("service", "method", "code"), buckets=RPC_BUCKETS, registry=r,
         )
-        self.in_flight = Gauge("rag_rpc_in_flight", "Calls being served now.", registry=r)
         self.decisions = Counter(
             "rag_decisions", "Decisions of Retrieve, LookupIndication, AssessPatient and Ask replies.",
             ("service", "method", "kind", "reason"), registry=r,
@@ -241,18 +272,18 @@ class Metrics:
             registry=r,
         )
         self.ingest = IngestProgress()
-        r.register(_IngestCollector(self.ingest, self.failed))
+        self.live.register(_IngestCollector(self.ingest, self.failed))
         self._rpc: dict[tuple[str, grpc.StatusCode], Any] = {}
         self._decided: dict[tuple[str, tuple[int, int]], Any] = {}
 
     def watch_in_flight(self, count: Callable[[], float]) -> None:
-        self.in_flight.set_function(count)
+        self.live.register(_InFlightCollector(count, self.failed))
 
     def watch_reranker(self, reranker: Callable[[], Any]) -> None:
-        self.registry.register(_BreakerCollector(reranker, self.failed))
+        self.live.register(_BreakerCollector(reranker, self.failed))
 
     def watch_audit(self, writer: Callable[[], Any]) -> None:
-        self.registry.register(_AuditCollector(writer, self.failed))
+        self.live.register(_AuditCollector(writer, self.failed))
 
     # --- the call Observer ---
     def finished(self, method: str, code: grpc.StatusCode, seconds: float) -> None:
@@ -269,11 +300,19 @@ class Metrics:
                         *split_method(method), *decision_labels(*decision)
                     )
                 counter.inc()
-            if method == INGEST_METHOD and _reporting.get():
-                self.ingest.ended()
-                self.ingest_runs.labels("ok" if code == grpc.StatusCode.OK else code.name.lower()).inc()
+            self._ingest_finished(method, code)
         except Exception:
             self.failed("call observer")
+
+    def _ingest_finished(self, method: str, code: grpc.StatusCode) -> None:
+        if method == INGEST_METHOD and _reporting.get():
+            self.ingest.ended()
+            self.ingest_runs.labels("ok" if code == grpc.StatusCode.OK else code.name.lower()).inc()
+
+    def relay_observer(self) -> _RelayedCalls:
+        """The Observer of the owner's relay port (`serve --workers`): a relayed call is counted by the
+        worker that received it, so here only the ingest it ran is (its progress, its end)."""
+        return _RelayedCalls(self)
 
     def ingest_progress(self, stage: str, done: int, total: int) -> None:
         try:
@@ -297,39 +336,3 @@ class Metrics:
     def store_timer(self, operation: str) -> Callable[[float], None]:
         child: Any = self.store_seconds.labels(operation)
         return child.observe  # type: ignore[no-any-return]
-
-
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's signature
-        pass
-
-
-class MetricsEndpoint:
-    """GET /metrics on host:port in a daemon thread (anything else is 404)."""
-
-    def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
-        metrics_app = make_wsgi_app(registry)
-
-        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("PATH_INFO", "") not in ("/metrics", "/metrics/"):
-                start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
-                return [b"not found: metrics are at /metrics\n"]
-            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
-
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        server_class = type("_MetricsServer", (_ThreadingServer,), {"address_family": family})
-        self.httpd: WSGIServer = make_server(host, port, app, server_class, handler_class=_QuietHandler)
-        self.host = host
-        self.port = int(self.httpd.server_port)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="rag-metrics", daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)

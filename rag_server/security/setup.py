@@ -10,7 +10,7 @@ from rag_server.security.keys import KeyStore, KeyStoreError
 from rag_server.security.limits import RateLimitGate, StreamCapGate
 from rag_server.security.tls import bind, credentials, tls_files
 
-__all__ = ["bind", "credentials", "describe_access", "gates_for", "warn_if_exposed"]
+__all__ = ["bind", "credentials", "describe_access", "gates_for", "relay_gates", "warn_if_exposed"]
 
 
 def gates_for(settings: Settings) -> list[Gate]:
@@ -26,6 +26,12 @@ def gates_for(settings: Settings) -> list[Gate]:
     if settings.ask_max_streams > 0:
         gates.append(StreamCapGate(settings.ask_max_streams))
     return gates
+
+
+def relay_gates(settings: Settings) -> list[Gate]:
+    """The gates of the owner worker's relay port (`serve --workers`): the worker that received the call ran
+    them all; the key is checked again so the call is served as its caller's (names, logs)."""
+    return [AuthGate(KeyStore(settings.data_dir))]
 
 
 def describe_access(settings: Settings, port: int) -> str:

@@ -7,8 +7,9 @@ Layout:
   store/generations/<generation>/  one shard per load
 
 A reopen serves the generation ACTIVE.json names and removes every other generation directory
-(half-written loads of a crashed process). Reads and the switch share one lock, so a read never sees a
-closed shard.
+(half-written loads of a crashed process). Reads (edge_reads.py) and the switch share one lock, so a read
+never sees a closed shard. Another process reads the store through a private copy of the served generation
+(follower.py): a shard directory is open in one process at a time (its WAL is locked).
 """
 
 from __future__ import annotations
@@ -25,52 +26,20 @@ from typing import IO, Any
 
 import qdrant_edge as qe
 
-from rag_server.domain import Chunk, Hit, Manifest, ScoreKind
+from rag_server.domain import Manifest
 from rag_server.store.base import (
     DENSE_VECTOR,
     INDEXED_FIELDS,
     SPARSE_VECTOR,
-    ChunkFilter,
     PointData,
-    SparseVector,
 )
-from rag_server.store.common import (
-    RRF_K,
-    SCROLL_PAGE_SIZE,
-    StoreError,
-    fetch_limit,
-    prefetch_limit,
-    sparse_of,
-    to_hits,
-)
+from rag_server.store.common import SCROLL_PAGE_SIZE, StoreError
+from rag_server.store.edge_reads import EdgeReads, edge_filter, edge_payload
+
+__all__ = ["GENERATIONS_DIR", "POINTER_FILE", "EdgeStore", "edge_filter", "edge_payload", "write_json_atomic"]
 
 POINTER_FILE = "ACTIVE.json"
 GENERATIONS_DIR = "generations"
-
-
-def edge_filter(flt: ChunkFilter) -> qe.Filter | None:
-    must: list[Any] = []
-    if flt.drug_id is not None:
-        must.append(qe.FieldCondition("drug_id", match=qe.MatchValue(flt.drug_id)))
-    if flt.drug_ids is not None:
-        must.append(qe.FieldCondition("drug_id", match=qe.MatchAny(list(flt.drug_ids))))
-    if flt.section_keys is not None:
-        must.append(qe.FieldCondition("section_key", match=qe.MatchAny(list(flt.section_keys))))
-    if flt.chunk_kind is not None:
-        must.append(qe.FieldCondition("chunk_kind", match=qe.MatchValue(flt.chunk_kind)))
-    if flt.chunk_ids is not None:
-        must.append(qe.FieldCondition("chunk_id", match=qe.MatchAny(list(flt.chunk_ids))))
-    return qe.Filter(must=must) if must else None
-
-
-def edge_payload(flt: ChunkFilter) -> bool | qe.PayloadSelector:
-    """The payload to read back: all of it but the keys the filter leaves out."""
-    left_out = flt.left_out()
-    return qe.PayloadSelector.Exclude(left_out) if left_out else True
-
-
-def _vectors(vector: Any) -> tuple[Any, Any]:
-    return sparse_of(vector, SPARSE_VECTOR), sparse_of(vector, DENSE_VECTOR)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -91,7 +60,7 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     _fsync_dir(path.parent)
 
 
-class EdgeStore:
+class EdgeStore(EdgeReads):
     def __init__(self, root: Path, *, page_size: int = SCROLL_PAGE_SIZE) -> None:
         self.root = root
         self.page_size = page_size
@@ -130,88 +99,6 @@ class EdgeStore:
         for child in (self.root / GENERATIONS_DIR).iterdir():
             if child.name != self._active:
                 shutil.rmtree(child, ignore_errors=True)
-
-    # --- reads ---
-    @property
-    def active_generation(self) -> str | None:
-        return self._active
-
-    def manifest(self) -> Manifest | None:
-        return self._manifest
-
-    def scroll(self, flt: ChunkFilter) -> list[Chunk]:
-        with self._lock:
-            shard = self._active_shard
-            if shard is None:
-                return []
-            payloads = _scroll_payloads(shard, edge_filter(flt), edge_payload(flt), self.page_size)
-            return [Chunk.from_payload(p) for p in payloads]
-
-    def count(self, flt: ChunkFilter) -> int:
-        with self._lock:
-            if self._active_shard is None:
-                return 0
-            return int(self._active_shard.count(qe.CountRequest(exact=True, filter=edge_filter(flt))))
-
-    def search_dense(self, vector: Sequence[float], flt: ChunkFilter, limit: int) -> list[Hit]:
-        query = qe.Query.Nearest([float(x) for x in vector], using=DENSE_VECTOR)
-        return self._query(query, None, flt, limit, ScoreKind.DENSE)
-
-    def search_sparse(self, vector: SparseVector, flt: ChunkFilter, limit: int) -> list[Hit]:
-        if not vector.indices:
-            return []
-        query = qe.Query.Nearest(
-            qe.SparseVector(list(vector.indices), list(vector.values)), using=SPARSE_VECTOR
-        )
-        return self._query(query, None, flt, limit, ScoreKind.LEXICAL)
-
-    def search_hybrid(
-        self, dense: Sequence[float], sparse: SparseVector, flt: ChunkFilter, limit: int
-    ) -> list[Hit]:
-        qfilter = edge_filter(flt)
-        depth = prefetch_limit(limit)
-        prefetches = [
-            qe.Prefetch(
-                limit=depth,
-                query=qe.Query.Nearest([float(x) for x in dense], using=DENSE_VECTOR),
-                filter=qfilter,
-                params=qe.SearchParams(exact=True),
-            )
-        ]
-        if sparse.indices:
-            prefetches.append(
-                qe.Prefetch(
-                    limit=depth,
-                    query=qe.Query.Nearest(
-                        qe.SparseVector(list(sparse.indices), list(sparse.values)), using=SPARSE_VECTOR
-                    ),
-                    filter=qfilter,
-                )
-            )
-        return self._query(qe.Fusion.Rrf(k=RRF_K), prefetches, flt, limit, ScoreKind.FUSED)
-
-    def _query(
-        self, query: Any, prefetches: list[qe.Prefetch] | None, flt: ChunkFilter, limit: int, kind: ScoreKind
-    ) -> list[Hit]:
-        if limit <= 0:
-            return []
-        # searched candidates carry their BM25 terms and dense vector (what the reranker blends)
-        terms = kind is not ScoreKind.DENSE
-        request = qe.QueryRequest(
-            limit=fetch_limit(limit),
-            query=query,
-            prefetches=prefetches,
-            filter=edge_filter(flt),
-            with_payload=edge_payload(flt),
-            with_vector=[SPARSE_VECTOR, DENSE_VECTOR] if terms else False,
-            params=qe.SearchParams(exact=True) if kind is ScoreKind.DENSE else None,
-        )
-        with self._lock:
-            if self._active_shard is None:
-                return []
-            points = self._active_shard.query(request)
-        rows = [(p.payload or {}, p.score, *(_vectors(p.vector) if terms else (None, None))) for p in points]
-        return to_hits(rows, kind, limit)
 
     # --- writes ---
     def create_generation(self, generation: str, dims: int) -> None:
@@ -309,22 +196,6 @@ class EdgeStore:
                 fcntl.flock(self._lock_handle, fcntl.LOCK_UN)
                 self._lock_handle.close()
                 self._lock_handle = None
-
-
-def _scroll_payloads(shard: qe.EdgeShard, qfilter: qe.Filter | None, with_payload: bool | qe.PayloadSelector,
-                     page_size: int) -> list[dict[str, Any]]:
-    """Every matching payload: page until the next offset is exhausted (never a top-k)."""
-    payloads: list[dict[str, Any]] = []
-    offset: Any = None
-    while True:
-        records, offset = shard.scroll(
-            qe.ScrollRequest(
-                offset=offset, limit=page_size, filter=qfilter, with_payload=with_payload, with_vector=False
-            )
-        )
-        payloads.extend(r.payload or {} for r in records)
-        if offset is None:
-            return payloads
 
 
 def _acquire_dir_lock(root: Path) -> IO[str]:

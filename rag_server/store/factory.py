@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rag_server.config import Settings
 from rag_server.extras import Extra, require
 from rag_server.store.base import Store
 from rag_server.store.common import StoreError
 
 
-def open_store(settings: Settings, dims: int | None = None) -> Store:
+def open_store(settings: Settings, dims: int | None = None, follower_dir: Path | None = None) -> Store:
     """The store of `settings` (edge under data_dir/store, or qdrant-client). When `dims` is given, a
-    served generation with other dimensions is refused."""
+    served generation with other dimensions is refused. `follower_dir`: the embedded store is owned by
+    another process (`serve --workers`): read it through a private copy there (follower.py)."""
     store: Store
-    if settings.store == "edge":
+    if settings.store == "edge" and follower_dir is not None:
+        from rag_server.store.follower import FollowerEdgeStore
+
+        store = FollowerEdgeStore(settings.store_dir, follower_dir)
+    elif settings.store == "edge":
         from rag_server.store.edge import EdgeStore
 
         store = EdgeStore(settings.store_dir)

@@ -4,7 +4,8 @@ of the grace period even when a provider call is stuck.
 
 In process via RunningServer.stop(), and in subprocesses via a real SIGTERM to `rag-server serve`: during a
 streaming ingest, under load (many clients sending Retrieve calls when the signal arrives; figures are
-printed), and with a reranker that never answers.
+printed), with clients that keep retrying while it drains (no CANCELLED, no ERROR line, a prompt exit),
+and with a reranker that never answers.
 """
 
 from __future__ import annotations
@@ -275,3 +276,80 @@ def test_the_process_exits_by_the_end_of_the_grace_even_when_a_call_is_stuck(
     print(f"\nstuck provider: exited {took:.2f} s after SIGTERM (grace {grace} s); the call ended {stuck}")
     assert took < grace + 5
     assert stuck and stuck[0] != grpc.StatusCode.OK
+
+
+async def _retrying_clients(target: str, clients: int, until: threading.Event,
+                            results: list[tuple[float, float, str]]) -> None:
+    """`clients` callers sending Retrieve back to back; a refused call is retried 10 ms later (a third of
+    the time on a new channel, as a client that reconnects), until `until` is set."""
+
+    async def one(n: int) -> None:
+        channel = grpc.aio.insecure_channel(target)
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        i = 0
+        while not until.is_set():
+            if n % 2:
+                request = retrieval_pb2.RetrieveRequest(query=QUERIES[(n + i) % len(QUERIES)])
+            else:
+                request = retrieval_pb2.RetrieveRequest(drug_id="zelvorin", section_key="chong_chi_dinh")
+            sent = time.monotonic()
+            try:
+                await stub.Retrieve(request, timeout=10)
+                code = "OK"
+            except grpc.aio.AioRpcError as err:
+                code = err.code().name
+            results.append((sent, time.monotonic(), code))
+            i += 1
+            if code != "OK":
+                await asyncio.sleep(0.01)
+                if i % 3 == 0:
+                    await channel.close()
+                    channel = grpc.aio.insecure_channel(target)
+                    stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        await channel.close()
+
+    await asyncio.gather(*(one(n) for n in range(clients)))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_drain_ends_while_clients_keep_retrying(
+    rag_server_process: Callable[..., Any], workers: str
+) -> None:
+    """Clients keep retrying while the server drains: refused calls (UNAVAILABLE) never hold the drain open,
+    no call is CANCELLED, no ERROR line is logged, and the process exits soon after the last accepted call
+    (the figure is printed; the bound asserted is generous), long before the grace period is over. With
+    `--workers 2` the parent passes SIGTERM on and exits once both workers have drained."""
+    grace = 10.0
+    server = rag_server_process(env={"RAG_GRACE_PERIOD_S": str(grace), "RAG_WORKERS": workers})
+    results: list[tuple[float, float, str]] = []
+    until = threading.Event()
+    clients = threading.Thread(
+        target=lambda: asyncio.run(_retrying_clients(server.target, 24, until, results)), daemon=True
+    )
+    clients.start()
+    time.sleep(2.0)
+    signalled = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    code = server.proc.wait(grace + 20)
+    exited = time.monotonic()
+    time.sleep(0.5)  # the clients keep retrying against the closed port for a moment
+    until.set()
+    clients.join(20)
+    accepted = [ended for _, ended, c in results if c == "OK"]
+    before = Counter(c for sent, _, c in results if sent < signalled)
+    after = Counter(c for sent, _, c in results if sent >= signalled)
+    last_accepted = max(accepted)
+    print(
+        f"\ndrain with retrying clients ({workers} worker(s)): {sum(before.values())} calls before SIGTERM "
+        f"{dict(before)}, after {dict(after)}; last accepted call ended {last_accepted - signalled:.2f} s "
+        f"after SIGTERM, the process exited {exited - last_accepted:.2f} s after it "
+        f"({exited - signalled:.2f} s after SIGTERM, grace {grace} s), exit code {code}"
+    )
+    errors = [line for line in server.lines if " ERROR " in line or "Traceback" in line]
+    assert code == 0, server.output()
+    assert set(before) == {"OK"}, before
+    assert set(after) <= {"OK", "UNAVAILABLE"}, after  # never CANCELLED
+    assert after["UNAVAILABLE"] > 0, "the clients never saw the drain"
+    assert not errors, errors
+    assert exited - last_accepted < 5.0  # measured ~0.1-0.4 s; the README says within 2 s
+    assert exited - signalled < grace / 2

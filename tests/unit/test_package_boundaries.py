@@ -38,11 +38,13 @@ ALLOWED: dict[str, set[str]] = {
     # --- foundation ---
     "rag_server": set(),
     "rag_server.config": set(),
-    "rag_server.lifecycle": set(),
+    "rag_server.lifecycle": {"rag_server.config"},  # write_address_file: where the settings say (server.json)
     "rag_server.call_context": set(),
     "rag_server.request_errors": set(),
     "rag_server.extras": {"rag_server.config"},
     "rag_server.listen": {"rag_server.lifecycle"},
+    # which process of `serve --workers` this is (plain values): the app, the server and the workers read it
+    "rag_server.role": set(),
     "rag_server.client_channel": set(),  # the gRPC channel of the CLI tools and the evaluation client
     "rag_server.gen": set(),  # generated rag.v1 code
     # --- domain core ---
@@ -69,17 +71,22 @@ ALLOWED: dict[str, set[str]] = {
     # --- composition: the app composes stores, providers, observability; the server the transport ---
     "rag_server.startup": BASE | CORE | {"ingest"},
     "rag_server.app": BASE | CORE | {"rag_server.startup", "rag_server.retrieval", "rag_server.answer",
-                                     "rag_server.persistence", "rag_server.observability"},
+                                     "rag_server.persistence", "rag_server.observability", "rag_server.role"},
     "rag_server.api": BASE | CORE | {"rag_server.gen", "rag_server.app", "rag_server.understanding",
                                      "rag_server.retrieval", "rag_server.answer", "rag_server.persistence",
                                      "rag_server.observability", "rag_server.security", "ingest"},
     "rag_server.server": BASE | {"rag_server.listen", "rag_server.api", "rag_server.app",
-                                 "rag_server.observability", "rag_server.security"},
+                                 "rag_server.observability", "rag_server.security", "rag_server.role"},
+    # `serve --workers`: composition above the server (the parent reserves the port and serves the
+    # aggregated metrics, each worker runs the whole server with its role); the parent never imports grpc
+    "rag_server.workers": BASE | {"rag_server.listen", "rag_server.role", "rag_server.server",
+                                  "rag_server.observability", "rag_server.store"},
     # --- clients and command-line tools (they speak rag.v1) ---
     "rag_server.evaluation": BASE | CORE | {"rag_server.gen", "rag_server.client_channel"},
     "rag_server.ask_cli": BASE | {"rag_server.gen", "rag_server.client_channel", "rag_server.server",
                                   "ingest"},
     "rag_server.cli": BASE | {"rag_server.listen", "rag_server.client_channel", "rag_server.server",
+                              "rag_server.workers",
                               "rag_server.ask_cli", "rag_server.evaluation", "rag_server.observability",
                               "rag_server.persistence", "rag_server.security", "rag_server.store", "ingest"},
     "formulary_rag_client": {"formulary_rag_client.gen"},  # stands alone: nothing of the server
@@ -96,7 +103,7 @@ GEN_USERS = ("rag_server.api", "rag_server.evaluation", "rag_server.ask_cli", "r
 # Plain Python below the transport: no grpc, no protobuf.
 NO_TRANSPORT = CORE | {"rag_server.understanding", "rag_server.retrieval", "rag_server.answer",
                        "rag_server.persistence", "rag_server.startup", "rag_server.app",
-                       "rag_server.config", "rag_server.lifecycle", "rag_server.extras"}
+                       "rag_server.config", "rag_server.lifecycle", "rag_server.extras", "rag_server.role"}
 TRANSPORT = ("grpc", "grpc_health", "grpc_status", "grpc_reflection", "google.protobuf", "google.rpc")
 
 
