@@ -196,11 +196,11 @@ async def serve(settings: Settings, role: Role | None = None,
     """Run until SIGTERM/SIGINT, then shut down gracefully and leave the process. The one process says
     where it listens and records it (server.json); a worker tells its parent (`ready`), which does, and
     stops when that parent is gone."""
-    running = await start_server(settings, role=role)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before the port opens: a signal sent on "listening" counts
         loop.add_signal_handler(sig, stop.set)
+    running = await start_server(settings, role=role)
     address_file: Path | None = None
     orphan: asyncio.Task[None] | None = None
     if role is None:

@@ -91,8 +91,10 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         masked = _masked(toks, mentions)
         patient = extract_patient(toks, mentions, rules, language.medicine_words)
     facts = patient.facts
-    if section is not None and section.weak and (not mentions or not facts.empty):
-        section = None  # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts
+    if section is not None and section.weak and ((not mentions and not prior.drug_ids) or not facts.empty):
+        # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts; in a conversation
+        # about a drug it asks about that drug ("mùa hè để trong cốp ô tô có sao không")
+        section = None
     section = _with_second_medicine(section, toks, mentions, language)
     cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
     terms = _terms(query, toks, mentions, cue, language)
@@ -218,6 +220,8 @@ def _patient_turn(facts: PatientFacts, section_key: str, language: Language) -> 
         return not replace(facts, pregnant=False).empty
     if section_key == roles.breastfeeding:
         return not replace(facts, breastfeeding=False).empty
+    if section_key == roles.interaction_facet[0] and facts.current_medications:
+        return True  # "X dùng kèm warfarin có sao không": warfarin against X's interactions, said if not found
     return False  # an explicit section word wins ("liều ... cho người suy thận")
 
 
@@ -233,6 +237,20 @@ def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
     if clarifying and prior.clarifies >= MAX_CLARIFIES:
         return Reading(frame, Reason.CLARIFY_LOOP_EXHAUSTED)
     return reading
+
+
+def _after_connector(toks: Sequence[Tok], names: Sequence[str], rules: Rules) -> bool:
+    """Every one of `names` comes right after (at most two words after) a second-medicine word."""
+    ends = {start + len(p) for start, p in find_any(toks, rules.second_medicine)}
+    words = [i for i, t in enumerate(toks) if not t.is_punct]
+    at = {t.raw: i for i, t in enumerate(toks)}
+    if not names or any(n not in at for n in names):
+        return False
+    for name in names:
+        before = [i for i in words if i < at[name]][-3:]
+        if not any(e in ends for e in (*before, at[name])):
+            return False
+    return True
 
 
 def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
@@ -257,11 +275,18 @@ def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
         and bool(taking)
         and all(canonical(n) in taking for n in reading.detail.split(", "))
     )
+    # "có pha chung với natri bicarbonat được không?": the unknown name is a second medicine
+    with_second_medicine = (
+        reading.reason == Reason.DRUG_NOT_FOUND
+        and not frame.drug_ids
+        and _after_connector(tokenize(frame.query), reading.detail.split(", "), rules)
+    )
     if (
         needs_drug
         or plain_corpus
         or implicit
         or with_unknown_medicine
+        or with_second_medicine
         or (frame.situation.emergency and not frame.drug_ids)
     ):
         turn = (

@@ -98,6 +98,7 @@ class Synonym:
 class Rules:
     greetings: tuple[Phrase, ...]
     followup: tuple[Phrase, ...]
+    second_medicine: tuple[Phrase, ...]
     smalltalk_fillers: tuple[Phrase, ...]
     non_human: tuple[Phrase, ...]
     human_context: tuple[Phrase, ...]
@@ -119,6 +120,7 @@ class Rules:
     conditions: tuple[Condition, ...]
     overview_fillers: tuple[Phrase, ...]
     stopwords: frozenset[str]  # folded
+    english_words: frozenset[str]  # folded: everyday English, never an unknown drug name
     generic_name_words: frozenset[str] = frozenset()  # folded
     name_conjunctions: tuple[Phrase, ...] = ()
     synonyms: tuple[Synonym, ...] = ()
@@ -148,6 +150,7 @@ class Rules:
             *self.greetings,
             *self.smalltalk_fillers,
             *self.followup,
+            *self.second_medicine,
             *self.non_human,
             *self.human_context,
             *self.leading_fillers,
@@ -161,11 +164,12 @@ class Rules:
             *self.breastfeeding,
             *self.breastfeeding_anchors,
             *self.overview_fillers,
+            *self.question_fillers,
         ]
         phrases += [p for t in self.templates for p in (t.before, t.after)]
         phrases += [p for c in self.conditions for p in (*c.detect, *c.anchors)]
         phrases += [p for b in self.age_bands for p in (*b.detect, *b.anchors)]
-        return frozenset(w for p in phrases for w in p.folded) | self.stopwords
+        return frozenset(w for p in phrases for w in p.folded) | self.stopwords | self.english_words
 
 
 def _phrases(values: Any) -> Phrases:
@@ -194,6 +198,7 @@ def _parse(data: dict[str, Any]) -> Rules:
     return Rules(
         greetings=_phrases(data["smalltalk"]["greetings"]),
         followup=_phrases(data["conversation"]["followup"]),
+        second_medicine=_phrases(data["conversation"].get("second_medicine")),
         smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
         non_human=_phrases(data["scope"]["non_human"]),
         human_context=_phrases(data["scope"]["human_context"]),
@@ -230,6 +235,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         ),
         overview_fillers=_phrases(data["overview"]["fillers"]),
         stopwords=frozenset(f for p in _phrases(data["lexical"]["stopwords"]) for f in p.folded),
+        english_words=frozenset(f for p in _phrases(data["lexical"].get("english_words")) for f in p.folded),
         generic_name_words=frozenset(f for p in _phrases(names.get("generic_words")) for f in p.folded),
         name_conjunctions=_phrases(names.get("conjunctions")),
         synonyms=tuple(
