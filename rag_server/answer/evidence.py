@@ -36,9 +36,12 @@ from rag_server.retrieval.section import whole_section
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter
 from rag_server.text.match import find_any, tokenize
+from rag_server.text.normalize import fold
 from rag_server.understanding.frame import Group, QueryFrame, Reading
 from rag_server.vocabulary.language import Language
 from rag_server.vocabulary.strings import Strings
+
+MAX_NAMED_FORMS = 3  # the book's words named beside an effect typed in other words
 
 _PLANS = {
     Route.SECTION: Plan.WHOLE_SECTION,
@@ -175,7 +178,11 @@ def _not_listed(frame: QueryFrame, read: Sequence[tuple[str, str]], corpus: Corp
     name = corpus.catalog.display_name(drug_id) if corpus.catalog is not None else drug_id
     titles = ", ".join(f"«{language.vocabulary.title(k)}»" for d, k in read if d == drug_id)
     effect = frame.effect.display
-    note = language.strings.notice("effect_not_listed", effect=effect, sections=titles, drug=name)
+    # an effect typed in English (or in other words) is also named as the book writes it: "lose hair
+    # (rụng tóc, hói)", so the reader knows which words were looked for
+    book = [f for f in frame.effect.forms if not f.isascii() and fold(f) != fold(effect)][:MAX_NAMED_FORMS]
+    named = f"{effect} ({', '.join(book)})" if book and effect.isascii() else effect
+    note = language.strings.notice("effect_not_listed", effect=named, sections=titles, drug=name)
     return Block(f"{name}: {effect}", drug_id=drug_id, note=note)
 
 

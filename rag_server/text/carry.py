@@ -2,8 +2,9 @@
 (text.words: on underthesea's word boundaries), never through a shared syllable: "đau đầu" is carried by
 "nhức đầu, đau đầu" and not by "liều khởi đầu" or "đau đầu gối".
 
-A form typed with diacritics must match them ("buồn ngủ" is not "buồn nôn"); a form typed without any (a
-question typed without diacritics, an English form) matches by its folding alone.
+A form of three syllables or more matches on its syllables alone (the segmenter may glue a head word to it:
+"Chứng vú | to ở nam"). A form typed with diacritics must match them ("buồn ngủ" is not "buồn nôn"); a
+form typed without any (a question typed without diacritics, an English form) matches by its folding alone.
 
 Cost: the text's syllables are matched first (cheap); only the sentence around a syllable match is
 segmented into words to check its boundaries, so a long chunk is never segmented whole.
@@ -18,6 +19,7 @@ from functools import lru_cache
 from rag_server.text.match import Tok, find, phrase, tokenize
 from rag_server.text.words import read_words
 
+WHOLE_FORM_SYLLABLES = 3  # forms this long match on syllables alone (see spans)
 _SENTENCE_END = re.compile(r"[.!?;…\n]")
 
 
@@ -48,7 +50,10 @@ def spans(text: str, forms: Iterable[str]) -> list[tuple[int, int]]:
         n = len(pat)
         for i in find(toks, pat, typed=True):
             start, end = toks[i].start, toks[i + n - 1].end
-            if (start, end) not in found and _on_word_boundaries(text, start, end, n):
+            # a form of three syllables or more is its own evidence: the segmenter may glue a head word to
+            # it ("Chứng vú | to ở nam"), and no shorter word hides inside it the way "đầu" does
+            if (start, end) not in found and (n >= WHOLE_FORM_SYLLABLES
+                                              or _on_word_boundaries(text, start, end, n)):
                 found.add((start, end))
     return sorted(found)
 

@@ -161,6 +161,8 @@ def _current_medications(
     if not triggers:
         return [], []
     connectors = {p.raw[0] for p in rules.connectors if len(p) == 1}
+    # a class before the name ("thuốc lao isoniazid") joins the list like a connector
+    classes = sorted((p for p in rules.connectors if len(p) > 1), key=len, reverse=True)
     by_start = {m.start: i for i, m in enumerate(mentions)}
     picked: list[int] = []
     free: list[str] = []
@@ -169,6 +171,12 @@ def _current_medications(
         pending: list[Tok] = []
         while j < len(toks):
             tok = toks[j]
+            joined = next((c for c in classes if j not in by_start and match_at(toks, j, c)), None)
+            if joined is not None:
+                _flush(pending, free, medicine_words)
+                pending = []
+                j += len(joined)
+                continue
             if j in by_start or tok.raw in connectors or tok.is_punct:
                 _flush(pending, free, medicine_words)
                 pending = []

@@ -220,9 +220,9 @@ def _patient_turn(facts: PatientFacts, section_key: str, language: Language) -> 
         return not replace(facts, pregnant=False).empty
     if section_key == roles.breastfeeding:
         return not replace(facts, breastfeeding=False).empty
-    if section_key == roles.interaction_facet[0] and facts.current_medications:
-        return True  # "X dùng kèm warfarin có sao không": warfarin against X's interactions, said if not found
-    return False  # an explicit section word wins ("liều ... cho người suy thận")
+    # "X dùng kèm warfarin có sao không": warfarin against X's interactions (said when not found); else an
+    # explicit section word wins ("liều ... cho người suy thận")
+    return section_key == roles.interaction_facet[0] and bool(facts.current_medications)
 
 
 # ------------------------------------------------------------------------------------------ follow-ups

@@ -117,10 +117,13 @@ def _parts(
 
 
 def _combo(ws: Sequence[Tok], first: Phrases, then: Phrases, max_gap: int) -> tuple[int, int] | None:
-    """(start, end) of the first `first` ... `then` with at most max_gap words between."""
+    """(start, end) of the first `first` ... `then` with at most max_gap words between, in one clause (the
+    words are read without their punctuation: a gap of more than one space between two words was a mark)."""
     for i, pat in first.matches(ws):
         after = i + len(pat)
         for j in range(after, min(len(ws), after + max_gap + 1)):
+            if ws[j].start - ws[j - 1].end > 1:
+                break  # "trộn 10 viên, chắc ông uống hết": no "trộn … uống" across the comma
             for end_pat in then.by_first.get(ws[j].folded, ()):
                 if match_at(ws, j, end_pat):
                     return ws[i].start, ws[j + len(end_pat) - 1].end

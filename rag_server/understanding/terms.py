@@ -20,6 +20,7 @@ from collections.abc import Collection, Sequence
 from rag_server.text.match import Phrase, Phrases, Tok, find_any, typed_single
 from rag_server.text.words import Words
 from rag_server.understanding.frame import AskedTerm
+from rag_server.understanding.lexicon import is_vietnamese_syllable
 from rag_server.vocabulary.language import Language
 
 MIN_TERM_CHARS = 2
@@ -38,8 +39,8 @@ def asked_terms(words: Words, skip: Collection[int], language: Language) -> tupl
     out: list[AskedTerm] = []
     taken: set[int] = set()
     for i, pat in _claimed(masked, language, _function_positions(toks, language)):
-        if not words.aligned(i, len(pat)) and len(pat) == 1:
-            continue  # one syllable of a longer word ("đầu" of "khởi đầu")
+        if len(pat) == 1 and not words.aligned(i, 1) and is_vietnamese_syllable(toks[i].folded):
+            continue  # one syllable of a longer word ("đầu" of "khởi đầu"); "cataracts" is no syllable
         if not usable & set(range(i, i + len(pat))):
             continue  # fillers only ("có", "không"); a phrase holding one ("uống cùng sữa") is a term
         span = range(i, i + len(pat))
@@ -73,11 +74,11 @@ def effect_of(
     toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Language, drug_at: int | None = None
 ) -> AskedTerm | None:
     """The effect of a "does X cause Y" question: the first term after an effect cue, else the last one
-    before a "có phải do" cue; None when the question has neither cue. A condition cue ("đang bị", "mắc
-    bệnh": rules.toml [question] condition_cues) is no effect cue, and neither is a weak cue before the drug's
-    name (`drug_at`, its first token) unless a link ("khi", "sau khi": effect_links) ties it to the drug:
-    "bầu 2 tháng bị viêm đường tiểu uống cipro được không" tells what the patient has, "bị đau đầu khi
-    uống Y" and "uống Y bị X" what Y did."""
+    before a "có phải do" cue (the last vocabulary term, when one is); None when the question has neither
+    cue. A condition cue ("đang bị", "mắc bệnh": rules.toml [question] condition_cues) is no effect cue,
+    and neither is a weak cue before the drug's name (`drug_at`, its first token) unless a link ("khi",
+    "sau khi": effect_links) ties it to the drug: "bầu 2 tháng bị viêm đường tiểu uống cipro được không"
+    tells what the patient has, "bị đau đầu khi uống Y" and "uống Y bị X" what Y did."""
     rules = language.rules
     links = [i for i, _ in find_any(toks, rules.effect_links)]
 
@@ -96,8 +97,8 @@ def effect_of(
     before = [toks[i].start for i, _ in find_any(toks, rules.effect_after)]
     if before:
         earlier = [t for t in terms if t.end <= before[0]]
-        if earlier:
-            return earlier[-1]
+        if earlier:  # the last vocabulary term before it ("chán ăn không ăn được cơm có phải do thuốc")
+            return ([t for t in earlier if t.known] or earlier)[-1]
     return None
 
 
