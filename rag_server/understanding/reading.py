@@ -85,6 +85,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         or _bare_name(masked, rules)
         or medical_terms(toks, language)
         or not patient.facts.empty
+        or find_any(masked, rules.medicine_use)
     ):
         # A prefix ("drop" of a brand "Droplie") names a drug only in a question about medicine.
         mentions = [m for m in mentions if m.stage != MatchStage.PREFIX]
@@ -103,8 +104,13 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     effect = effect_of(toks, terms, language, drug_at) if terms else None
     if cue is not None and cue.weak and (effect is not None or find_any(toks, rules.any_effect_cue)):
         cue = None  # "zentorin có làm nóng người không" asks about an effect, not about storage
-    elif cue is not None and effect is not None and cue.section_key in roles.yields_to_effect:
-        cue = None  # "liều cao có gây co giật không" asks about the seizures
+    elif (
+        cue is not None
+        and effect is not None
+        and cue.section_key in roles.yields_to_effect
+        and find_any(toks, rules.effect_cues)
+    ):
+        cue = None  # "liều cao có gây co giật không" asks about the seizures ("bị đào thải qua" about none)
     base = QueryFrame(
         TurnType.FREE_FORM,
         query=query,

@@ -101,6 +101,7 @@ class Rules:
     second_medicine: tuple[Phrase, ...]
     smalltalk_fillers: tuple[Phrase, ...]
     non_human: tuple[Phrase, ...]
+    medicine_use: Phrases
     human_context: tuple[Phrase, ...]
     templates: tuple[Template, ...]
     leading_fillers: tuple[Phrase, ...]
@@ -201,6 +202,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         second_medicine=_phrases(data["conversation"].get("second_medicine")),
         smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
         non_human=_phrases(data["scope"]["non_human"]),
+        medicine_use=_phrases(data["scope"].get("medicine_use")),
         human_context=_phrases(data["scope"]["human_context"]),
         templates=tuple(templates),
         leading_fillers=_phrases(data["indication"]["leading_fillers"]),
