@@ -240,8 +240,9 @@ def assess_candidate(
             facets.append(FacetResult(facet, status, kept, ctx.vocabulary.title(section_key)))
     if facts.current_medications:
         hits, matches = medication_facet(chunks, interaction_sections, medications, ctx, budget)
+        back, back_matches = _both_ways(store, ctx, drug_id, medications)
         query = "; ".join(dict.fromkeys(m.name for m in medications)) or "; ".join(facts.current_medications)
-        facets.append(_facet(Facet.INTERACTION, hits, matches, query))
+        facets.append(_facet(Facet.INTERACTION, [*hits, *back], [*matches, *back_matches], query))
     if warnings or allergens:
         hits, matches = lexical_facet(chunks, warning_sections, warnings, ctx.policy, budget)
         more, more_matches = medication_facet(chunks, warning_sections, allergens, ctx, budget)
@@ -260,6 +261,25 @@ def assess_candidate(
     evidence = [h for f in facets for h in f.evidence]
     decision = decide(evidence) if evidence else make_decision(Reason.INSUFFICIENT_EVIDENCE)
     return CandidateResult(drug_id, catalog.display_name(drug_id), facets, decision)
+
+
+def _both_ways(
+    store: Store, ctx: PatientContext, drug_id: str, medications: Sequence[MedicationName]
+) -> tuple[list[Hit], list[FactMatch]]:
+    """An interaction is read from both monographs: a medicine the patient takes that the book has is
+    checked for the drug asked about in ITS interaction section too ("đang dùng acenocoumarol, kê
+    ciprofloxacin": acenocoumarol's section names the fluoroquinolones)."""
+    sections = ctx.vocabulary.roles.interaction_facet[:1]
+    this = read_medications([ctx.catalog.display_name(drug_id)], ctx.clinical.medication, ctx.catalog)
+    hits: list[Hit] = []
+    matches: list[FactMatch] = []
+    for other in dict.fromkeys(m.drug_id for m in medications if m.drug_id and m.drug_id != drug_id):
+        chunks = store.scroll(ChunkFilter(drug_id=other, section_keys=tuple(sections)))
+        budget = _SectionBudget(len(sections), [])
+        found, found_matches = medication_facet(chunks, sections, this, ctx, budget)
+        hits.extend(found)
+        matches.extend(found_matches)
+    return hits, matches
 
 
 def assess(frame: QueryFrame, corpus: Corpus, providers: Providers, timings: Timings) -> AssessmentResult:

@@ -157,7 +157,9 @@ def _current_medications(
 ) -> tuple[list[int], list[str]]:
     """Mentions that follow a trigger, possibly as a list ("đang dùng A và B, C"), and the names in that
     list the catalog does not know (kept as free text: they only ever match that exact name)."""
-    triggers = find_any(toks, rules.current_medication_triggers)
+    taking = find_any(toks, rules.current_medication_triggers)
+    prescribed = {pos for pos, _ in find_any(toks, rules.prescribed_triggers)}
+    triggers = sorted([*taking, *find_any(toks, rules.prescribed_triggers)], key=lambda t: t[0])
     if not triggers:
         return [], []
     connectors = {p.raw[0] for p in rules.connectors if len(p) == 1}
@@ -177,6 +179,8 @@ def _current_medications(
                 pending = []
                 j += len(joined)
                 continue
+            if j in by_start and pos in prescribed:
+                break  # a drug the book has, prescribed beside: it may be the one asked about
             if j in by_start or tok.raw in connectors or tok.is_punct:
                 _flush(pending, free, medicine_words)
                 pending = []
@@ -209,7 +213,11 @@ def _flush(pending: Sequence[Tok], free: list[str], words: MedicineWords | None 
     name with its form words ("viên sắt")."""
     if not pending:
         return
-    latin = len(pending[0].folded) >= MIN_FREE_NAME_CHARS and all(t.raw == t.folded for t in pending)
+    latin = (
+        len(pending[0].folded) >= MIN_FREE_NAME_CHARS
+        and pending[0].folded.isalpha()  # "2000 mg" is a dose, not a name
+        and all(t.raw == t.folded for t in pending)
+    )
     named = words is not None and any(t.folded in words.names for t in pending) and all(
         t.folded in words.names or t.folded in words.forms for t in pending
     )

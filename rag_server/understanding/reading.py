@@ -155,7 +155,10 @@ def _turn(
     candidates = [d for i, m in enumerate(mentions) if i not in current_set for d in m.drug_ids]
     if not candidates and current_set:  # "đang dùng X thì cần lưu ý gì": X is the drug asked about
         candidates = [d for m in mentions for d in m.drug_ids]
-        facts = with_groups(replace(facts, current_medications=()), rules)
+        # what else is taken stays ("đang uống acenocoumarol, bác sĩ cho gel miconazol")
+        asked = set(candidates)
+        others = tuple(m for m in facts.current_medications if m not in asked)
+        facts = with_groups(replace(facts, current_medications=others), rules)
     drug_ids = tuple(dict.fromkeys(candidates))
     frame = frame.but(
         drug_ids=drug_ids,

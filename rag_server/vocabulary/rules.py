@@ -108,6 +108,7 @@ class Rules:
     trailing_fillers: tuple[Phrase, ...]
     generic_heads: tuple[Phrase, ...]
     current_medication_triggers: tuple[Phrase, ...]
+    prescribed_triggers: tuple[Phrase, ...]
     connectors: tuple[Phrase, ...]
     medication_list_ends: tuple[Phrase, ...]
     pregnant: tuple[Phrase, ...]
@@ -158,6 +159,7 @@ class Rules:
             *self.trailing_fillers,
             *self.generic_heads,
             *self.current_medication_triggers,
+            *self.prescribed_triggers,
             *self.connectors,
             *self.effect_markers,
             *self.pregnant,
@@ -209,6 +211,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         trailing_fillers=_phrases(data["indication"]["trailing_fillers"]),
         generic_heads=_phrases(data["indication"]["generic_heads"]),
         current_medication_triggers=_phrases(patient["current_medication_triggers"]),
+        prescribed_triggers=_phrases(patient.get("prescribed_triggers")),
         connectors=_phrases(patient["connectors"]),
         medication_list_ends=_phrases(patient.get("medication_list_ends")),
         pregnant=_phrases(patient["pregnant"]),
