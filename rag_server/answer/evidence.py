@@ -149,6 +149,8 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
         gathered.lead.extend(gap_notices(frame, evidence, language))
         if result.route is Route.SECTION:
             gathered = _section_facts(gathered, frame, corpus, providers)
+    elif result.route is Route.EFFECT:  # the effect asked, then what the patient's facts matched
+        gathered = _section_facts(gathered, frame, corpus, providers)
     return gathered
 
 
@@ -331,10 +333,10 @@ def facet_hits(
 def _section_facts(
     gathered: Gathered, frame: QueryFrame, corpus: Corpus, providers: Providers
 ) -> Gathered:
-    """A section question that also states medicines the patient takes, conditions or allergies ("đang
-    uống viên sắt, travoxan uống thế nào"): the section whole, then what each of those facts matched in
-    the drug's other sections (or that nothing was found there). The facets of the section asked, and the
-    groups (said by the gap notices), are not repeated."""
+    """A section or effect question that also states medicines the patient takes, conditions or allergies
+    ("đang uống viên sắt, travoxan uống thế nào"): the section whole (or the effect's sentences), then
+    what each of those facts matched in the drug's other sections (or that nothing was found there). The
+    facets of the section asked, and the groups (said by the gap notices), are not repeated."""
     facts = frame.patient
     if not (facts.current_medications or facts.conditions or facts.allergies) or not frame.drug_ids:
         return gathered

@@ -167,7 +167,10 @@ def _turn(
     )
     if not drug_ids:
         return _without_drug(frame, toks, masked, language)
-    if _patient_turn(facts, frame.section_key, language):
+    asks_effect = (  # "amlodipin có làm tăng đường huyết không, tôi bị tiểu đường": the effect first
+        frame.effect is not None and frame.effect.known and bool(find_any(toks, rules.effect_cues))
+    )
+    if _patient_turn(facts, frame.section_key, language) and not asks_effect:
         return Reading(frame.but(turn_type=TurnType.PATIENT_ASSESSMENT))
     if frame.section_key:
         return Reading(frame.but(turn_type=TurnType.SECTION_QUESTION))
