@@ -17,6 +17,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,6 +38,9 @@ CREATE INDEX IF NOT EXISTS conversations_by_age ON conversations (touched);
 PRUNE_EVERY = 256  # appends between two prunes of the oldest conversations
 
 
+SETUP_ATTEMPTS = 20  # opening the shared file while other workers do (about 10 s in all)
+
+
 class SharedMemory:
     def __init__(self, path: Path, conversations: int = 10_000, turns: int = 24) -> None:
         self.path = path
@@ -50,9 +54,18 @@ class SharedMemory:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(SCHEMA)
+            for attempt in range(SETUP_ATTEMPTS):
+                # several workers opening the file at once: switching to WAL takes a lock the busy timeout
+                # does not wait for, so the loser retries
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute("PRAGMA synchronous=NORMAL")
+                    db.executescript(SCHEMA)
+                    break
+                except sqlite3.OperationalError:
+                    if attempt == SETUP_ATTEMPTS - 1:
+                        raise
+                    time.sleep(0.05 * (attempt + 1))
             self._local.db = db
         return db
 

@@ -250,8 +250,9 @@ def test_patient_assessment_facets(retriever: Retriever) -> None:
     inter = by_facet[Facet.INTERACTION]
     assert inter.status == CandidateStatus.EVIDENCE_FOUND
     assert [h.chunk.chunk_id for h in inter.evidence] == [
-        "zentorin__tuong_tac_thuoc__0"
-    ]  # names Calvimex only
+        "zentorin__tuong_tac_thuoc__0",  # names Calvimex only
+        "calvimex__tuong_tac_thuoc__0",  # read from both monographs: Calvimex's own names Zentorin
+    ]
     warn = by_facet[Facet.WARNING]
     assert {h.chunk.section_key for h in warn.evidence} == {"chong_chi_dinh"}
     dose = by_facet[Facet.DOSAGE_CONTEXT]
