@@ -60,9 +60,17 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
     units = _phrases(raw_parts.pop("units"), "parts.units")
     pack_units = _phrases(data.get("pack_units", []), "pack_units")
     parts = {name: _phrases(values, f"parts.{name}") for name, values in raw_parts.items()}
+    def side(c: dict[str, Any], name: str) -> Phrases:
+        """A combo's `first` / `then` phrases, or those of a part it names (`then_part = "harm_outcome"`)."""
+        if f"{name}_part" in c:
+            part = str(c[f"{name}_part"])
+            if part not in parts:
+                raise ValueError(f"situation.toml: combo {c['part']!r} names an unknown part {part!r}")
+            return parts[part]
+        return _phrases(c[name], f"combo.{name}")
+
     combos = tuple(
-        Combo(str(c["part"]), _phrases(c["first"], "combo.first"), _phrases(c["then"], "combo.then"),
-              int(c.get("max_gap", 2)))
+        Combo(str(c["part"]), side(c, "first"), side(c, "then"), int(c.get("max_gap", 2)))
         for c in data.get("combo", [])
     )
     known = {*parts, *(c.part for c in combos), "amount", "many"}
