@@ -167,8 +167,16 @@ def _turn(
     )
     if not drug_ids:
         return _without_drug(frame, toks, masked, language)
-    asks_effect = (  # "amlodipin có làm tăng đường huyết không, tôi bị tiểu đường": the effect first
-        frame.effect is not None and frame.effect.known and bool(find_any(toks, rules.effect_cues))
+    # "amlodipin có làm tăng đường huyết không, tôi bị tiểu đường": the effect first (an "effect" that is a
+    # patient condition or a disease, "bị nhiễm khuẩn tiết niệu", is what the patient has, not what is asked)
+    effect_toks = tokenize(frame.effect.text) if frame.effect is not None else []
+    asked_at = min((toks[m.start].start for i, m in enumerate(mentions) if i not in current_set), default=0)
+    asks_effect = (
+        frame.effect is not None
+        and frame.effect.known
+        and frame.effect.start > asked_at  # what the drug asked about does, said after naming it
+        and not any(find_any(effect_toks, c.detect) for c in rules.conditions)
+        and not language.clinical.conditions_named(effect_toks)
     )
     if _patient_turn(facts, frame.section_key, language) and not asks_effect:
         return Reading(frame.but(turn_type=TurnType.PATIENT_ASSESSMENT))
@@ -269,7 +277,8 @@ def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
     frame = reading.frame
     if not prior.drug_ids:
         return reading
-    followup = bool(find_any(tokenize(frame.query), rules.followup))
+    toks = tokenize(frame.query)
+    followup = bool(find_any(toks, rules.followup))
     needs_drug = reading.reason == Reason.MISSING_REQUIRED_FIELD and "drug_id" in frame.missing_fields
     plain_corpus = (
         not reading.reason and frame.turn_type == TurnType.FREE_FORM and not frame.drug_ids and followup
@@ -291,7 +300,7 @@ def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
     with_second_medicine = (
         reading.reason == Reason.DRUG_NOT_FOUND
         and not frame.drug_ids
-        and _after_connector(tokenize(frame.query), reading.detail.split(", "), rules)
+        and _after_connector(toks, reading.detail.split(", "), rules)
     )
     if (
         needs_drug
