@@ -234,6 +234,23 @@ def phrases(patterns: Iterable[Phrase]) -> Phrases:
     return patterns if isinstance(patterns, Phrases) else Phrases(patterns)
 
 
+_UNIONS: dict[tuple[int, ...], tuple[tuple[tuple[Phrase, ...], ...], Phrases]] = {}
+MAX_UNIONS = 512  # distinct unions of long-lived vocabulary sets; more means sets made per call
+
+
+def union(*sets: tuple[Phrase, ...]) -> Phrases:
+    """The patterns of `sets` as one Phrases, built and indexed once per combination of (long-lived,
+    vocabulary) sets rather than once per question: keyed by the sets' identities, which the entry keeps
+    alive so an id is never reused while its entry stands."""
+    key = tuple(map(id, sets))
+    hit = _UNIONS.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], sets, strict=True)):
+        if len(_UNIONS) >= MAX_UNIONS:
+            _UNIONS.clear()
+        hit = _UNIONS[key] = (sets, Phrases(p for s in sets for p in s))
+    return hit[1]
+
+
 def longest_first(pat: Phrase) -> tuple[int, str]:
     return (-len(pat), pat.text)
 

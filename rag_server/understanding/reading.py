@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rag_server.domain import Reason
-from rag_server.text.match import Tok, expand, find_any, tokenize, word_accents, words
+from rag_server.text.match import Tok, expand, find_any, tokenize, union, word_accents, words
 from rag_server.text.normalize import canonical
 from rag_server.text.words import read_words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
@@ -497,7 +497,7 @@ def is_smalltalk(toks: Sequence[Tok], rules: Rules) -> bool:
     if not find_any(toks, rules.greetings):
         return False
     ws = words(toks)
-    spans = [(i, len(p)) for i, p in find_any(ws, [*rules.greetings, *rules.smalltalk_fillers])]
+    spans = [(i, len(p)) for i, p in find_any(ws, union(rules.greetings, rules.smalltalk_fillers))]
     return not _remove(ws, spans)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from rag_server.text.match import Phrase, Phrases, Tok, find_any, typed_single
+from rag_server.text.match import Phrase, Phrases, Tok, find_any, typed_single, union
 from rag_server.text.words import Words
 from rag_server.understanding.frame import AskedTerm
 from rag_server.understanding.lexicon import is_vietnamese_syllable
@@ -86,7 +86,7 @@ def effect_of(
         return drug_at is None or i >= drug_at or any(i < j < drug_at for j in links)
 
     for cues, weak in ((rules.effect_cues, False), (rules.weak_effect_cues, True)):
-        found = find_any(toks, (*cues, *rules.condition_cues))
+        found = find_any(toks, union(cues, rules.condition_cues))
         hits = [(i, p) for i, p in found if p in cues and (not weak or tied(i))]
         if hits:
             i, p = hits[0]
@@ -136,7 +136,7 @@ def _claimed(toks: Sequence[Tok], language: Language, function: set[int]) -> lis
 def _function_positions(toks: Sequence[Tok], language: Language) -> set[int]:
     """Where a question filler or an effect / condition cue starts ("bị", "có", "đang")."""
     rules = language.rules
-    cues = Phrases((*rules.question_fillers, *rules.weak_effect_cues, *rules.condition_cues))
+    cues = union(rules.question_fillers, rules.weak_effect_cues, rules.condition_cues)
     return {i for i, _ in cues.matches(toks)}
 
 
@@ -145,7 +145,7 @@ def _filler_positions(words: Words, language: Language) -> set[int]:
     without diacritics, the segmentation cannot be trusted ("dai thi" read as one word): every filler
     counts."""
     rules = language.rules
-    fillers = Phrases((*rules.question_fillers, *language.fillers))
+    fillers = union(rules.question_fillers, language.fillers)
     toks = words.toks
     return {
         j

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rag_server.text.match import Phrase, Phrases, Tok, find_any, phrase
+from rag_server.text.match import Phrase, Phrases, Tok, find_any, phrase, union
 from rag_server.text.normalize import fold
 
 
@@ -102,7 +102,7 @@ class ClinicalVocabulary:
         found = find_any(ws, self.condition_forms)
         covered = {j for i, p in found for j in range(i, i + len(p))}
         rest = [t for i, t in enumerate(ws) if i not in covered]
-        rest_covered = {j for i, p in find_any(rest, Phrases((*self.qualifiers, *fillers)))
+        rest_covered = {j for i, p in find_any(rest, union(self.qualifiers, fillers))
                         for j in range(i, i + len(p))}
         if any(i not in rest_covered and not t.folded.isdigit() for i, t in enumerate(rest)):
             return []

@@ -81,6 +81,12 @@ async def test_bare_name_and_free_form(stub: retrieval_pb2_grpc.RetrievalService
 async def test_sample_indications(stub: retrieval_pb2_grpc.RetrievalServiceStub) -> None:
     reply = await stub.LookupIndication(rpb.LookupIndicationRequest(indication="tăng huyết áp"))
     assert reply.match_stage == "keyword" and "zelvorin" in [c.drug_id for c in reply.candidates]
+    # who has it, and for how long, name nothing to look up: the condition is found by its name
+    told_as = ("mẹ em bị tăng huyết áp", "me em bi tang huyet ap lau nam", "con bị huyết áp cao mấy năm nay")
+    for told in told_as:
+        reply = await stub.LookupIndication(rpb.LookupIndicationRequest(indication=told))
+        assert reply.match_stage == "synonym", (told, reply.match_stage)
+        assert "zelvorin" in [c.drug_id for c in reply.candidates], told
     for made_up in ("hội chứng tim tím do ăn kem lạnh", "bệnh xoắn khuẩn ngón chân cái"):
         reply = await stub.LookupIndication(rpb.LookupIndicationRequest(indication=made_up))
         assert not reply.candidates, [(c.drug_id, c.score) for c in reply.candidates]
