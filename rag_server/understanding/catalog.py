@@ -400,6 +400,23 @@ def common_words(chunks: Iterable[Chunk], skip_sections: frozenset[str]) -> froz
     return frozenset(common)
 
 
+def _add_short_names(
+    entries: dict[tuple[str, ...], dict[tuple[str, Tier], NameEntry]],
+    short_names: Sequence[tuple[Phrase, Phrase]],
+) -> None:
+    """Short names clinicians type for a drug (clinical.toml [[short_name]]: "MTX" for methotrexat), as
+    brands of every drug whose title or INN is the name they stand for; a short name the formulary itself
+    uses for another drug is left to it."""
+    for short, name in short_names:
+        owners = {e.drug_id for e in entries.get(name.folded, {}).values() if e.tier <= Tier.INN}
+        slot = entries[short.folded]
+        if owners and not slot:
+            for drug_id in sorted(owners):
+                slot[(drug_id, Tier.BRAND)] = NameEntry(drug_id, Tier.BRAND, short)
+        elif not slot:
+            del entries[short.folded]
+
+
 def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str = "") -> Catalog:
     vocabulary, rules = language.vocabulary, language.rules
     roles = vocabulary.roles
@@ -457,6 +474,7 @@ def build_catalog(chunks: Sequence[Chunk], language: Language, generation: str =
                 if stripped is not None:
                     add(chunk.drug_id, Tier.BRAND, stripped.text, filter_common=True)
 
+    _add_short_names(entries, language.clinical.short_names)
     vocabulary_words = language.known_words
     conjunctions = [c.folded for c in rules.name_conjunctions]
     excluded = rules.generic_name_words | vocabulary_words

@@ -75,6 +75,7 @@ class ClinicalVocabulary:
     medication: MedicationRules
     calibration: Calibration = Calibration("{}", (), 0.0)
     terms: tuple[Phrases, ...] = ()  # groups of asked-term forms that mean the same
+    short_names: tuple[tuple[Phrase, Phrase], ...] = ()  # (short name, the name it stands for): "MTX"
 
     @cached_property
     def condition_forms(self) -> Phrases:
@@ -150,6 +151,11 @@ def _parse(data: dict[str, Any]) -> ClinicalVocabulary:
             ion_words=frozenset(fold(str(w)) for w in med.get("ion_words", [])),
         ),
         terms=tuple(_phrases(t.get("forms")) for t in data.get("term", []) if t.get("forms")),
+        short_names=tuple(
+            (phrase(str(short)), phrase(str(entry["name"])))
+            for entry in data.get("short_name", [])
+            for short in entry.get("short", [])
+        ),
         calibration=Calibration(
             template=str(cal.get("template", "{}")),
             probes=tuple(str(p) for p in cal.get("probes", [])),
