@@ -262,9 +262,16 @@ def find_any(
 ) -> list[tuple[int, Phrase]]:
     """Non-overlapping matches in text order, claimed in `rank` order (default: longest pattern first,
     then by pattern text), leftmost first among equals."""
-    hits = phrases(patterns).matches(toks)
+    return claim(phrases(patterns).matches(toks), len(toks), rank)
+
+
+def claim(
+    hits: list[tuple[int, Phrase]], size: int, rank: Callable[[Phrase], tuple[int | str, ...]] = longest_first
+) -> list[tuple[int, Phrase]]:
+    """Of the (start, pattern) occurrences `hits` over `size` tokens, the non-overlapping ones `find_any`
+    keeps: claimed in `rank` order, leftmost first among equals; returned in text order."""
     hits.sort(key=lambda f: (*rank(f[1]), f[0]))
-    taken = [False] * len(toks)
+    taken = [False] * size
     found: list[tuple[int, Phrase]] = []
     for i, pat in hits:
         if not any(taken[i : i + len(pat)]):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from rag_server.text.match import Phrase, Phrases, Tok, find_any, match_at, words
+from rag_server.text.match import Phrase, Phrases, Tok, claim, match_at, words
 from rag_server.understanding.frame import Situation, SituationKind, SituationPart
 from rag_server.vocabulary.situation import SituationVocabulary
 
@@ -64,25 +64,47 @@ def _english(ws: Sequence[Tok], markers: frozenset[str]) -> bool:
     return all(t.raw.isascii() for t in ws) and len({t.raw for t in ws if t.raw in markers}) >= 2
 
 
-def _find(ws: Sequence[Tok], strict: Sequence[Tok], phrases: Phrases) -> list[tuple[int, Phrase]]:
-    """find_any, where a one-word phrase typed with diacritics matches only a word typed with them."""
-    loose, single = _split(phrases)
-    hits = find_any(ws, loose) + find_any(strict, single)
-    return sorted(hits, key=lambda h: h[0])
+class _PartIndex:
+    """Every part's phrases in two indexed sets (those matched loosely; one-word accented phrases matched
+    only by a word typed with its diacritics), each pattern mapped to the parts that list it: one pass over
+    the question finds every part's occurrences. Built once per vocabulary (it lives as long as the
+    process)."""
+
+    def __init__(self, parts: dict[str, Phrases]) -> None:
+        self.owners: dict[Phrase, list[str]] = {}
+        loose: list[Phrase] = []
+        single: list[Phrase] = []
+        for name, phrases in parts.items():
+            for p in phrases:
+                if p not in self.owners:
+                    (loose if len(p) > 1 or p.raw[0] == p.folded[0] else single).append(p)
+                self.owners.setdefault(p, []).append(name)
+        self.loose, self.single = Phrases(loose), Phrases(single)
+
+    def first(self, ws: Sequence[Tok], strict: Sequence[Tok]) -> dict[str, tuple[int, Phrase]]:
+        """part name -> its first occurrence, as find_any would claim it within that part's phrases (the
+        loose and the strict ones claimed apart)."""
+        firsts: dict[str, tuple[int, Phrase]] = {}
+        for hits in (self.loose.matches(ws), self.single.matches(strict)):
+            by_part: dict[str, list[tuple[int, Phrase]]] = {}
+            for hit in hits:
+                for name in self.owners[hit[1]]:
+                    by_part.setdefault(name, []).append(hit)
+            for name, part_hits in by_part.items():
+                start = claim(part_hits, len(ws))[0]
+                if name not in firsts or start[0] < firsts[name][0]:
+                    firsts[name] = start
+        return firsts
 
 
-_SPLITS: dict[int, tuple[Phrases, Phrases, Phrases]] = {}
+_INDEXES: dict[int, tuple[SituationVocabulary, _PartIndex]] = {}
 
 
-def _split(phrases: Phrases) -> tuple[Phrases, Phrases]:
-    """(phrases matched loosely, one-word accented phrases matched strictly), built once per vocabulary
-    part (the vocabulary is loaded once: its Phrases live as long as the process) and indexed once."""
-    cached = _SPLITS.get(id(phrases))
-    if cached is None or cached[0] is not phrases:
-        loose = Phrases(p for p in phrases if len(p) > 1 or p.raw[0] == p.folded[0])
-        single = Phrases(p for p in phrases if len(p) == 1 and p.raw[0] != p.folded[0])
-        cached = _SPLITS[id(phrases)] = (phrases, loose, single)
-    return cached[1], cached[2]
+def _index(vocabulary: SituationVocabulary) -> _PartIndex:
+    cached = _INDEXES.get(id(vocabulary))
+    if cached is None or cached[0] is not vocabulary:
+        cached = _INDEXES[id(vocabulary)] = (vocabulary, _PartIndex(vocabulary.parts))
+    return cached[1]
 
 
 def _with_text(part: SituationPart, text: str) -> SituationPart:
@@ -97,10 +119,10 @@ def _parts(
     """part name -> its first occurrence."""
     found: dict[str, SituationPart] = {}
     strict = [t._replace(loose=False) for t in ws]
-    for name, phrases in vocabulary.parts.items():
-        hits = _find(ws, strict, phrases)
-        if hits:
-            i, pat = hits[0]
+    firsts = _index(vocabulary).first(ws, strict)
+    for name in vocabulary.parts:
+        if name in firsts:
+            i, pat = firsts[name]
             found[name] = SituationPart(name, "", ws[i].start, ws[i + len(pat) - 1].end)
     for combo in vocabulary.combos:
         if combo.part not in found:
