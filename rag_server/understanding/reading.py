@@ -248,7 +248,7 @@ def _patient_turn(facts: PatientFacts, section_key: str, language: Language) -> 
 # ------------------------------------------------------------------------------------------ follow-ups
 def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
     """What the earlier turn supplies, then the clarify loop (see the module doc)."""
-    reading = _carried(reading, prior, language.rules)
+    reading = _carried(reading, prior, language)
     frame = reading.frame
     clarifying = frame.turn_type == TurnType.CLARIFY or reading.reason in (
         Reason.MISSING_REQUIRED_FIELD,
@@ -260,20 +260,25 @@ def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
 
 
 def _after_connector(toks: Sequence[Tok], names: Sequence[str], rules: Rules) -> bool:
-    """Every one of `names` comes right after (at most two words after) a second-medicine word."""
-    ends = {start + len(p) for start, p in find_any(toks, rules.second_medicine)}
+    """Every one of `names` comes right after (at most two words after) a second-medicine word, or right
+    before one ("mua thêm diclofenac uống chung")."""
+    found = find_any(toks, rules.second_medicine)
+    ends = {start + len(p) for start, p in found}
+    starts = {start for start, _ in found}
     words = [i for i, t in enumerate(toks) if not t.is_punct]
     at = {t.raw: i for i, t in enumerate(toks)}
     if not names or any(n not in at for n in names):
         return False
     for name in names:
         before = [i for i in words if i < at[name]][-3:]
-        if not any(e in ends for e in (*before, at[name])):
+        after = [i for i in words if i > at[name]][:1]
+        if not any(e in ends for e in (*before, at[name])) and not any(i in starts for i in after):
             return False
     return True
 
 
-def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
+def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
+    rules = language.rules
     frame = reading.frame
     if not prior.drug_ids:
         return reading
@@ -323,6 +328,16 @@ def _carried(reading: Reading, prior: Prior, rules: Rules) -> Reading:
             turn_type=turn,
             carried=Carried(drug_ids=prior.drug_ids),
         )
+        roles = language.vocabulary.roles
+        only_medicines = replace(frame.patient, current_medications=()).empty  # else assessed as a patient
+        compared = bool(find_any(toks, rules.comparison))  # "so với warfarin thì thuốc này …": the drug
+        if (with_unknown_medicine or with_second_medicine) and only_medicines and not compared and (
+            not frame.section_key or frame.section_key in roles.with_carried_medicine
+        ):
+            # the medicine named is taken with the conversation's drug: how the two interact
+            interaction = roles.interaction_facet[0]
+            turn = TurnType.SECTION_QUESTION
+            carried = carried.but(section_key=interaction, section_cue=None, turn_type=turn)
         return Reading(carried)
     keeps_section = (
         not reading.reason

@@ -99,6 +99,7 @@ class Rules:
     greetings: tuple[Phrase, ...]
     followup: tuple[Phrase, ...]
     second_medicine: tuple[Phrase, ...]
+    comparison: tuple[Phrase, ...]
     smalltalk_fillers: tuple[Phrase, ...]
     non_human: tuple[Phrase, ...]
     medicine_use: Phrases
@@ -153,6 +154,7 @@ class Rules:
             *self.smalltalk_fillers,
             *self.followup,
             *self.second_medicine,
+            *self.comparison,
             *self.non_human,
             *self.human_context,
             *self.leading_fillers,
@@ -202,6 +204,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         greetings=_phrases(data["smalltalk"]["greetings"]),
         followup=_phrases(data["conversation"]["followup"]),
         second_medicine=_phrases(data["conversation"].get("second_medicine")),
+        comparison=_phrases(data["conversation"].get("comparison")),
         smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
         non_human=_phrases(data["scope"]["non_human"]),
         medicine_use=_phrases(data["scope"].get("medicine_use")),

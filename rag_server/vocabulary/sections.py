@@ -69,6 +69,7 @@ class SectionRoles:
     dosage_facet: tuple[str, ...]
     effect_sections: tuple[str, ...]
     with_second_medicine: tuple[str, ...]
+    with_carried_medicine: tuple[str, ...]
     yields_to_effect: tuple[str, ...]
     population: tuple[str, ...]
     suggested: tuple[str, ...]

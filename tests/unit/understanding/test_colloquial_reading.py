@@ -103,3 +103,14 @@ def test_a_class_member_carries_its_class(catalog: Catalog) -> None:
     language: Language = LANGUAGE
     forms = [f.text for f in language.forms_of[("aspirin",)]]
     assert "salicylat" in forms
+
+
+def test_a_medicine_added_in_a_conversation_asks_how_the_two_interact(catalog: Catalog) -> None:
+    interaction = ROLES.interaction_facet[0]
+    added = read("bà muốn mua thêm diclofenac uống chung cho đỡ thì được không?", catalog, LANGUAGE, EARLIER)
+    assert added.frame.drug_ids == ("zentorin",) and added.frame.section_key == interaction
+    taking = read("nếu đang uống propranolol thì có còn tác dụng không", catalog, LANGUAGE, EARLIER)
+    assert taking.frame.section_key == interaction
+    # compared with, not taken with: the conversation's drug's own section
+    compared = read("so với warfarin thì thuốc này nằm trong máu lâu hơn không?", catalog, LANGUAGE, EARLIER)
+    assert compared.frame.drug_ids == ("zentorin",) and compared.frame.section_key == ROLES.pharmacokinetics
