@@ -66,6 +66,7 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "tôi muốn hỏi bà tôi uống zentorin có bị hạ đường huyết không",  # a wish to ask, the harm far off
         "hồi 2019 tôi bị phù mặt khi uống zentorin, đã chữa khỏi từ lâu, giờ dùng calvimex được không",
         "zentorin co can uong lien tuc ko, lo ngat quang vai ngay thi co sao ko",  # "ngắt quãng", no fainting
+        "lo ngung thuoc 1 tuan vi het thuoc, gio uong lai thi co phai lam gi ko",  # ran out: nothing taken
     ],
 )
 def test_ordinary_questions_are_no_situation(question: str) -> None:
