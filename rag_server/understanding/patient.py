@@ -68,6 +68,9 @@ def extract_patient(
     folded = " ".join(t.folded for t in spoken)
     years, months = read_age(folded, rules)
     age_text = _age_words(spoken, folded, rules)
+    if breastfeeding:  # "nursing a newborn", "cho bé 2 tháng bú": the age told is the nursling's
+        years = months = None
+        age_text = ""
     weight = read_weight(folded, rules)
     pregnant = pregnant or bool(rules.pregnancy_pattern.search(folded))  # "thai 32 tuần", "bầu 2 tháng"
     age = years if years is not None else (0 if months is not None else None)
@@ -75,7 +78,7 @@ def extract_patient(
         band = next((b for b in rules.age_bands if b.contains(age)), None)
         if band is not None:  # keeps "6 tháng tuổi" (age_years 0 = not stated on the wire) usable
             conditions.append(band.name)
-    else:
+    elif not breastfeeding:
         for band in rules.age_bands:
             if hits(band.detect):
                 conditions.append(band.name)

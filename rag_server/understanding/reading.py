@@ -111,6 +111,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         and find_any(toks, rules.effect_cues)
     ):
         cue = None  # "liều cao có gây co giật không" asks about the seizures ("bị đào thải qua" about none)
+    cue = _to_population(cue, facts, language)
     base = QueryFrame(
         TurnType.FREE_FORM,
         query=query,
@@ -439,6 +440,17 @@ def _with_second_medicine(
     if not others:
         return section
     return replace(section, section_key=roles.interaction_facet[0])
+
+
+def _to_population(cue: SectionCue | None, facts: PatientFacts, language: Language) -> SectionCue | None:
+    """A pregnant or breastfeeding patient asking whether to stop or take again (roles yields_to_population)
+    asks about that section: the cue's words, that section's key."""
+    roles = language.vocabulary.roles
+    if cue is None or cue.section_key not in roles.yields_to_population:
+        return cue
+    if facts.pregnant == facts.breastfeeding:
+        return cue
+    return replace(cue, section_key=roles.pregnancy if facts.pregnant else roles.breastfeeding)
 
 
 def _cue(section: object, toks: Sequence[Tok]) -> SectionCue | None:

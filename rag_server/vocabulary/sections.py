@@ -71,6 +71,7 @@ class SectionRoles:
     with_second_medicine: tuple[str, ...]
     with_carried_medicine: tuple[str, ...]
     yields_to_effect: tuple[str, ...]
+    yields_to_population: tuple[str, ...]
     population: tuple[str, ...]
     suggested: tuple[str, ...]
 

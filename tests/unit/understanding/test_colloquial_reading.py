@@ -114,3 +114,18 @@ def test_a_medicine_added_in_a_conversation_asks_how_the_two_interact(catalog: C
     # compared with, not taken with: the conversation's drug's own section
     compared = read("so với warfarin thì thuốc này nằm trong máu lâu hơn không?", catalog, LANGUAGE, EARLIER)
     assert compared.frame.drug_ids == ("zentorin",) and compared.frame.section_key == ROLES.pharmacokinetics
+
+
+def test_the_nursling_is_not_the_patient(catalog: Catalog) -> None:
+    from rag_server.understanding.frame import Group
+
+    nursing = frame("is zentorin safe while I'm nursing a newborn?", catalog)
+    assert nursing.patient.breastfeeding and Group.INFANT not in nursing.patient.groups
+    assert nursing.section_key == ROLES.breastfeeding
+
+
+def test_stopping_or_taking_again_while_pregnant_or_nursing_asks_that_section(catalog: Catalog) -> None:
+    pregnant = frame("I just found out I'm 6 weeks pregnant and I'm on zentorin - should I stop it?", catalog)
+    assert pregnant.section_key == ROLES.pregnancy
+    nursing = frame("đang cho bé bú mà đau lại, có uống lại zentorin được không", catalog)
+    assert nursing.section_key == ROLES.breastfeeding
