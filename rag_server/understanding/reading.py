@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rag_server.domain import Reason
-from rag_server.text.match import Tok, expand, find_any, tokenize, union, word_accents, words
+from rag_server.text.match import Phrase, Tok, expand, find_any, tokenize, union, word_accents, words
 from rag_server.text.normalize import canonical
 from rag_server.text.words import read_words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
@@ -260,10 +260,16 @@ def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
     return reading
 
 
-def _after_connector(toks: Sequence[Tok], names: Sequence[str], rules: Rules) -> bool:
-    """Every one of `names` comes right after (at most two words after) a second-medicine word, or right
-    before one ("mua thêm diclofenac uống chung")."""
-    found = find_any(toks, rules.second_medicine)
+def _allergy_words(rules: Rules) -> Sequence[Phrase]:
+    return [p for c in rules.conditions if c.flag == "allergy" for p in c.detect]
+
+
+def _after_connector(
+    toks: Sequence[Tok], names: Sequence[str], rules: Rules, connectors: Sequence[Phrase] = ()
+) -> bool:
+    """Every one of `names` comes right after (at most two words after) a second-medicine word (or one of
+    `connectors`), or right before one ("mua thêm diclofenac uống chung")."""
+    found = find_any(toks, connectors or rules.second_medicine)
     ends = {start + len(p) for start, p in found}
     starts = {start for start, _ in found}
     words = [i for i, t in enumerate(toks) if not t.is_punct]
@@ -302,6 +308,14 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
         and bool(taking)
         and all(canonical(n) in taking for n in reading.detail.split(", "))
     )
+    # "mà em bị dị ứng Bactrim, vậy uống thuốc đó được không?": the unknown name is what the patient is
+    # allergic to, the drug asked about is the conversation's
+    allergic_to = (
+        reading.reason == Reason.DRUG_NOT_FOUND
+        and not frame.drug_ids
+        and bool(frame.patient.allergies)
+        and _after_connector(toks, reading.detail.split(", "), rules, _allergy_words(rules))
+    )
     # "có pha chung với natri bicarbonat được không?": the unknown name is a second medicine
     with_second_medicine = (
         reading.reason == Reason.DRUG_NOT_FOUND
@@ -314,6 +328,7 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
         or implicit
         or with_unknown_medicine
         or with_second_medicine
+        or allergic_to
         or (frame.situation.emergency and not frame.drug_ids)
     ):
         turn = (

@@ -129,3 +129,11 @@ def test_stopping_or_taking_again_while_pregnant_or_nursing_asks_that_section(ca
     assert pregnant.section_key == ROLES.pregnancy
     nursing = frame("đang cho bé bú mà đau lại, có uống lại zentorin được không", catalog)
     assert nursing.section_key == ROLES.breastfeeding
+
+
+def test_a_medicine_the_patient_is_allergic_to_keeps_the_conversations_drug(catalog: Catalog) -> None:
+    allergic = read("mà em bị dị ứng Bactrim, vậy uống thuốc đó có được không?", catalog, LANGUAGE, EARLIER)
+    assert allergic.frame.drug_ids == ("zentorin",) and allergic.reason is not Reason.DRUG_NOT_FOUND
+    assert allergic.frame.patient.allergies
+    alone = read("mà em bị dị ứng Bactrim, vậy uống thuốc đó có được không?", catalog, LANGUAGE)
+    assert alone.reason is Reason.DRUG_NOT_FOUND
