@@ -299,6 +299,11 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
     # nhiệt độ phòng được không?"): it is searched in the drug's text, and abstains when nothing there
     # carries what it asks (text that is not language never reaches here: read() refused it).
     implicit = frame.turn_type == TurnType.OUT_OF_SCOPE and not frame.drug_ids
+    unknown = drug_like_words(toks, language.known_words) if plain_corpus or implicit else []
+    if unknown and len(unknown) <= MAX_UNKNOWN_NAMES and _only_names(toks, unknown, rules):
+        # "còn semaglutid thì sao": another drug asked about, one the formulary does not have
+        missing = frame.but(turn_type=TurnType.FREE_FORM, missing_fields=("drug_id",))
+        return Reading(missing, Reason.DRUG_NOT_FOUND, _echo(unknown))
     # "đang uống propranolol thì (thuốc này) có còn tác dụng": the unknown name is a medicine the patient
     # takes, the drug asked about is the conversation's
     taking = {canonical(m) for m in frame.patient.current_medications}
@@ -316,6 +321,12 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
         and bool(frame.patient.allergies)
         and _after_connector(toks, reading.detail.split(", "), rules, _allergy_words(rules))
     )
+    # "how slowly do I taper off this?": words the book does not know, in a question about the drug
+    referring = (
+        reading.reason == Reason.DRUG_NOT_FOUND
+        and not frame.drug_ids
+        and bool(find_any(toks, rules.reference))
+    )
     # "có pha chung với natri bicarbonat được không?": the unknown name is a second medicine
     with_second_medicine = (
         reading.reason == Reason.DRUG_NOT_FOUND
@@ -329,6 +340,7 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
         or with_unknown_medicine
         or with_second_medicine
         or allergic_to
+        or referring
         or (frame.situation.emergency and not frame.drug_ids)
     ):
         turn = (
@@ -559,6 +571,13 @@ def _masked(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[Tok]:
 
 def _mask_words(toks: Sequence[Tok], names: Sequence[str]) -> list[Tok]:
     return [Tok(_DRUG, _DRUG, t.start, t.end) if t.raw in names else t for t in toks]
+
+
+def _only_names(toks: Sequence[Tok], names: Sequence[str], rules: Rules) -> bool:
+    """Nothing but `names` and follow-up words ("còn semaglutid thì sao", "vậy còn rivaroxaban?")."""
+    rest = [t for t in words(toks) if t.raw not in names]
+    spans = [(i, len(p)) for i, p in find_any(rest, union(rules.followup, rules.overview_fillers))]
+    return not _remove(rest, spans)
 
 
 def _bare_name(toks: Sequence[Tok], rules: Rules) -> bool:

@@ -100,6 +100,7 @@ class Rules:
     followup: tuple[Phrase, ...]
     second_medicine: tuple[Phrase, ...]
     comparison: tuple[Phrase, ...]
+    reference: tuple[Phrase, ...]
     smalltalk_fillers: tuple[Phrase, ...]
     non_human: tuple[Phrase, ...]
     medicine_use: Phrases
@@ -155,6 +156,7 @@ class Rules:
             *self.followup,
             *self.second_medicine,
             *self.comparison,
+            *self.reference,
             *self.non_human,
             *self.human_context,
             *self.leading_fillers,
@@ -205,6 +207,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         followup=_phrases(data["conversation"]["followup"]),
         second_medicine=_phrases(data["conversation"].get("second_medicine")),
         comparison=_phrases(data["conversation"].get("comparison")),
+        reference=_phrases(data["conversation"].get("reference")),
         smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
         non_human=_phrases(data["scope"]["non_human"]),
         medicine_use=_phrases(data["scope"].get("medicine_use")),

@@ -137,3 +137,11 @@ def test_a_medicine_the_patient_is_allergic_to_keeps_the_conversations_drug(cata
     assert allergic.frame.patient.allergies
     alone = read("mà em bị dị ứng Bactrim, vậy uống thuốc đó có được không?", catalog, LANGUAGE)
     assert alone.reason is Reason.DRUG_NOT_FOUND
+
+
+def test_words_pointing_back_keep_the_conversations_drug(catalog: Catalog) -> None:
+    query = "I've been seizure-free for 3 years on this, how slowly do I have to taper?"
+    assert read(query, catalog, LANGUAGE, EARLIER).frame.drug_ids == ("zentorin",)
+    assert read(query, catalog, LANGUAGE).reason is Reason.DRUG_NOT_FOUND  # no conversation to point at
+    # a new drug asked about is still not the conversation's
+    assert read("còn semaglutid thì sao", catalog, LANGUAGE, EARLIER).reason is Reason.DRUG_NOT_FOUND
