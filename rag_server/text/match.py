@@ -107,14 +107,22 @@ def word_accents(toks: Sequence[Tok]) -> list[Tok]:
     return [t._replace(loose=t.raw == t.folded and not t.is_punct) for t in toks]
 
 
-def expand(toks: Sequence[Tok], table: Mapping[str, tuple[tuple[str, str], ...]]) -> list[Tok]:
+def expand(
+    toks: Sequence[Tok],
+    table: Mapping[str, tuple[tuple[str, str], ...]],
+    before_unit: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
+    units: frozenset[str] = frozenset(),
+) -> list[Tok]:
     """Tokens with each abbreviation of `table` ("ko" -> "không") replaced by the words it stands for, each
-    at the abbreviation's offsets and matching by its folding."""
+    at the abbreviation's offsets and matching by its folding; right before one of `units`, `before_unit`'s
+    reading wins ("bn mg" -> "bao nhiêu mg")."""
     if not table:
         return list(toks)
     out: list[Tok] = []
-    for tok in toks:
+    for i, tok in enumerate(toks):
         forms = table.get(tok.raw)
+        if before_unit and tok.raw in before_unit and i + 1 < len(toks) and toks[i + 1].raw in units:
+            forms = before_unit[tok.raw]
         if forms is None:
             out.append(tok)
         else:

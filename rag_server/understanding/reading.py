@@ -64,12 +64,12 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     mentions = _with_offsets(toks, catalog.find(toks) if catalog is not None else [])
     patient = extract_patient(toks, mentions, rules, language.medicine_words)
     masked = _masked(toks, mentions)
-    spoken = word_accents(expand(masked, rules.abbreviations))  # chat abbreviations read as words
+    spoken = word_accents(_expanded(masked, rules))  # chat abbreviations read as words
     age = patient.facts.age_in_years
     # a drug named by its first letters only is no drug to the situation ("my baby" is no brand "Baby…")
     named = [m for m in mentions if m.stage != MatchStage.PREFIX]
     situation = recognise(
-        word_accents(expand(_masked(toks, named), rules.abbreviations)),
+        word_accents(_expanded(_masked(toks, named), rules)),
         query,
         language.situations,
         age is not None and age < CHILD_YEARS,
@@ -571,6 +571,10 @@ def _masked(toks: Sequence[Tok], mentions: Sequence[Mention]) -> list[Tok]:
 
 def _mask_words(toks: Sequence[Tok], names: Sequence[str]) -> list[Tok]:
     return [Tok(_DRUG, _DRUG, t.start, t.end) if t.raw in names else t for t in toks]
+
+
+def _expanded(toks: Sequence[Tok], rules: Rules) -> list[Tok]:
+    return expand(toks, rules.abbreviations, rules.abbreviations_before_unit, rules.abbreviation_units)
 
 
 def _only_names(toks: Sequence[Tok], names: Sequence[str], rules: Rules) -> bool:

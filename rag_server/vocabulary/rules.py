@@ -133,6 +133,9 @@ class Rules:
     effect_markers: tuple[Phrase, ...] = ()
     stopword_phrases: Phrases = field(default_factory=Phrases)  # stopwords with their accents
     abbreviations: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # "ko" -> không
+    # read otherwise right before a unit: "bn mg" is "bao nhiêu mg", "bn" alone "bệnh nhân"
+    abbreviations_before_unit: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    abbreviation_units: frozenset[str] = frozenset()
     effect_cues: Phrases = field(default_factory=Phrases)  # "có gây": the effect asked about follows
     weak_effect_cues: Phrases = field(default_factory=Phrases)  # "có bị": a vocabulary effect follows
     condition_cues: Phrases = field(default_factory=Phrases)  # "đang bị": what the patient has, no effect
@@ -274,6 +277,11 @@ def _parse(data: dict[str, Any]) -> Rules:
             str(k).lower(): tuple(zip(phrase(str(v)).raw, phrase(str(v)).folded, strict=True))
             for k, v in data.get("chat", {}).get("abbreviations", {}).items()
         },
+        abbreviations_before_unit={
+            str(k).lower(): tuple(zip(phrase(str(v)).raw, phrase(str(v)).folded, strict=True))
+            for k, v in data.get("chat", {}).get("before_unit", {}).items()
+        },
+        abbreviation_units=frozenset(str(u).lower() for u in data.get("chat", {}).get("units", [])),
     )
 
 

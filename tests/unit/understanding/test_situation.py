@@ -43,6 +43,9 @@ INGESTION, REACTION, SELF_HARM, HARM, NONE = (SituationKind.INGESTION, Situation
         ("em uống hết mười mấy viên zentorin từ sáng tới giờ", INGESTION),
         ("bố uống calvimex hai tuần, hôm nay ban đỏ lan ra khắp người", REACTION),  # today, happening
         ("my dad doubled up on his calvimex and just fainted", REACTION),
+        ("tron calvimex vao chao cho me ke xuat huyet da day, bn vien", HARM),  # "bn viên": how many tablets
+        ("bo zentorin vao binh sua cho be ngu luon ko day thi may ml", HARM),  # for a child, not self-harm
+        ("my mum took it every day for two weeks, now her mouth is full of ulcers", REACTION),
     ],
 )
 def test_situations(question: str, kind: SituationKind) -> None:
@@ -67,6 +70,7 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "hồi 2019 tôi bị phù mặt khi uống zentorin, đã chữa khỏi từ lâu, giờ dùng calvimex được không",
         "zentorin co can uong lien tuc ko, lo ngat quang vai ngay thi co sao ko",  # "ngắt quãng", no fainting
         "lo ngung thuoc 1 tuan vi het thuoc, gio uong lai thi co phai lam gi ko",  # ran out: nothing taken
+        "be 2t 12kg uong calvimex bn mg 1 lan",  # "bn mg" asks how many mg: no patient, no event
     ],
 )
 def test_ordinary_questions_are_no_situation(question: str) -> None:
