@@ -66,4 +66,9 @@ class ClassIndex:
             for member_key, cls in self._members.get(key[:1], ()):
                 if member_key == key or within_typo(member_key, key) is not None:
                     found.setdefault(cls.name, Membership(cls, "clinical vocabulary"))
+        # the class itself, named as the medicine ("đang dùng IMAO", "thuốc chống đông")
+        named = {p for _, p in find_any(tokenize(medication.name), self.clinical.class_aliases)}
+        for cls in self.clinical.classes:
+            if named & set(cls.aliases):
+                found.setdefault(cls.name, Membership(cls, "the class named"))
         return list(found.values())

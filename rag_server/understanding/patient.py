@@ -66,6 +66,7 @@ def extract_patient(
             hepatic = hepatic or cond.flag == "hepatic_impairment"
     spoken = [t for t in free if not t.is_punct]
     folded = " ".join(t.folded for t in spoken)
+    breastfeeding = breastfeeding or bool(rules.breastfeeding_pattern.search(folded))
     years, months = read_age(folded, rules)
     age_text = _age_words(spoken, folded, rules)
     if breastfeeding:  # "nursing a newborn", "cho bé 2 tháng bú": the age told is the nursling's

@@ -120,6 +120,7 @@ class Rules:
     age_patterns: tuple[AgePattern, ...]
     weight_pattern: re.Pattern[str]
     pregnancy_pattern: re.Pattern[str]
+    breastfeeding_pattern: re.Pattern[str]
     age_bands: tuple[AgeBand, ...]
     conditions: tuple[Condition, ...]
     overview_fillers: tuple[Phrase, ...]
@@ -230,6 +231,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         age_patterns=tuple(_age_pattern(a) for a in patient["age_patterns"]),
         weight_pattern=re.compile(str(patient["weight_pattern"])),
         pregnancy_pattern=re.compile(str(patient.get("pregnancy_pattern", r"(?!x)x"))),
+        breastfeeding_pattern=re.compile(str(patient.get("breastfeeding_pattern", r"(?!x)x"))),
         age_bands=tuple(
             AgeBand(
                 str(b["name"]),

@@ -86,6 +86,7 @@ def matches(catalog: Catalog, entry: str) -> list[tuple[str, MatchKind, str]]:
         ("pelofen 10 mg", "zorvan__tuong_tac_thuoc__0", MatchKind.CLASS),  # ATC M01A from its monograph
         ("travimox", "zorvan__tuong_tac_thuoc__2", MatchKind.CLASS),  # Loại thuốc names the class
         ("simvastatin 20mg tối", "zorvan__tuong_tac_thuoc__2", MatchKind.CLASS),
+        ("NSAID", "zorvan__tuong_tac_thuoc__0", MatchKind.CLASS),  # the class itself named as the medicine
     ],
 )
 def test_a_medicine_finds_its_chunk_and_says_how(

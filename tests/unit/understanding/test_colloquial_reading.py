@@ -145,3 +145,10 @@ def test_words_pointing_back_keep_the_conversations_drug(catalog: Catalog) -> No
     assert read(query, catalog, LANGUAGE).reason is Reason.DRUG_NOT_FOUND  # no conversation to point at
     # a new drug asked about is still not the conversation's
     assert read("còn semaglutid thì sao", catalog, LANGUAGE, EARLIER).reason is Reason.DRUG_NOT_FOUND
+
+
+def test_nursing_a_child_whose_age_is_told_in_between(catalog: Catalog) -> None:
+    nursing = frame("Mẹ đang cho bé 2 tháng bú, phải uống zentorin, bé có bị gì không?", catalog)
+    assert nursing.patient.breastfeeding and nursing.patient.age_months is None
+    fed = frame("cho bé uống zentorin rồi bú được không", catalog)  # feeding after a dose: no nursing mother
+    assert not fed.patient.breastfeeding
