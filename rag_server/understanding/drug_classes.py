@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_server.text.match import find_any, tokenize
+from rag_server.text.match import Phrase, Tok, find_any, tokenize
 from rag_server.text.spelling import within_typo
 from rag_server.understanding.catalog import Catalog
 from rag_server.understanding.medications import MedicationName, name_keys
@@ -39,6 +39,10 @@ class ClassIndex:
             for member in cls.members:
                 for key in name_keys(member, clinical.medication):
                     self._members[key[:1]].append((key, cls))
+        self._by_alias: dict[Phrase, list[DrugClass]] = defaultdict(list)  # alias -> the classes it names
+        for cls in clinical.classes:
+            for alias in cls.aliases:
+                self._by_alias[alias].append(cls)
         self._of_drug: dict[str, list[Membership]] = {}
         if catalog is not None:
             for drug_id, info in catalog.drugs.items():
@@ -47,14 +51,19 @@ class ClassIndex:
     def _formulary_classes(self, atc_codes: Sequence[str], class_text: str) -> list[Membership]:
         out: list[Membership] = []
         toks = tokenize(class_text)
-        named = {p for _, p in find_any(toks, self.clinical.class_aliases)}
+        named = {cls.name for cls in self._named(toks)}
         for cls in self.clinical.classes:
             code = next((c for c in atc_codes for prefix in cls.atc if c.startswith(prefix)), "")
             if code:
                 out.append(Membership(cls, f"ATC {code}"))
-            elif named & set(cls.aliases):
+            elif cls.name in named:
                 out.append(Membership(cls, f"Loại thuốc: {class_text}"))
         return out
+
+    def _named(self, toks: Sequence[Tok]) -> list[DrugClass]:
+        """The classes whose aliases the text names ("thuốc ức chế MAO", "NSAID")."""
+        found = find_any(toks, self.clinical.class_aliases)
+        return [cls for _, alias in found for cls in self._by_alias[alias]]
 
     def classes_of(self, medication: MedicationName) -> list[Membership]:
         """Every class the medicine belongs to, formulary memberships first."""
@@ -67,8 +76,6 @@ class ClassIndex:
                 if member_key == key or within_typo(member_key, key) is not None:
                     found.setdefault(cls.name, Membership(cls, "clinical vocabulary"))
         # the class itself, named as the medicine ("đang dùng IMAO", "thuốc chống đông")
-        named = {p for _, p in find_any(tokenize(medication.name), self.clinical.class_aliases)}
-        for cls in self.clinical.classes:
-            if named & set(cls.aliases):
-                found.setdefault(cls.name, Membership(cls, "the class named"))
+        for cls in self._named(tokenize(medication.name)):
+            found.setdefault(cls.name, Membership(cls, "the class named"))
         return list(found.values())

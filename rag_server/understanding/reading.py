@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rag_server.domain import Reason
-from rag_server.text.match import Phrase, Tok, expand, find_any, tokenize, union, word_accents, words
+from rag_server.text.match import Phrase, Phrases, Tok, expand, find_any, tokenize, union, word_accents, words
 from rag_server.text.normalize import canonical
 from rag_server.text.words import read_words
 from rag_server.understanding.catalog import Catalog, MatchStage, Mention
@@ -260,8 +260,9 @@ def follow(reading: Reading, prior: Prior, language: Language) -> Reading:
     return reading
 
 
-def _allergy_words(rules: Rules) -> Sequence[Phrase]:
-    return [p for c in rules.conditions if c.flag == "allergy" for p in c.detect]
+def _allergy_words(rules: Rules) -> Phrases:
+    """What says an allergy ("dị ứng", "allergic to"): indexed once (text.match.union), not per question."""
+    return union(*(c.detect for c in rules.conditions if c.flag == "allergy"))
 
 
 def _after_connector(
