@@ -152,3 +152,9 @@ def test_nursing_a_child_whose_age_is_told_in_between(catalog: Catalog) -> None:
     assert nursing.patient.breastfeeding and nursing.patient.age_months is None
     fed = frame("cho bé uống zentorin rồi bú được không", catalog)  # feeding after a dose: no nursing mother
     assert not fed.patient.breastfeeding
+
+
+def test_a_chat_age_and_a_question_after_the_medicine(catalog: Catalog) -> None:
+    assert frame("be 2t 12kg uong zentorin bn mg 1 lan", catalog).patient.age_years == 2  # "2t": 2 tuổi
+    on = frame("I'm pregnant and I'm on zentorin - should I stop it right away?", catalog)
+    assert on.patient.current_medications == ()  # "should I stop" is the question, no medicine
