@@ -226,6 +226,8 @@ async def measure(service: str, bare: str, args: argparse.Namespace, mode: str) 
         indication_texts = [e.text for d in drugs for e in (await stub.Retrieve(
             retrieval_pb2.RetrieveRequest(drug_id=d.drug_id, section_key="chi_dinh"), timeout=60)).evidence]
         for w in workloads(drugs, indication_texts, args):
+            if args.only and args.only not in w.name:
+                continue
             shape = await reply_shape(channel, w)  # also warms this workload's path up
             maker = stream_caller if w.stream else unary_caller
             base, got = await alternating(
@@ -336,12 +338,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="default ~/.cache/formulary-rag/bench/throughput-sample (sample loaded once)")
     parser.add_argument("--json", default="", help="also write the figures to this JSON file")
+    parser.add_argument("--only", default="", help="measure only the workloads whose name contains this "
+                        "(e.g. 'section route'; --ask-seconds 0 skips the Ask load)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="also set this in the service's environment (e.g. RAG_AUDIT=false to see the "
+                        "audit chain's share); repeatable")
     args = parser.parse_args(argv)
     data_dir = args.data_dir or Path.home() / ".cache" / "formulary-rag" / "bench" / "throughput-sample"
     data_dir.mkdir(parents=True, exist_ok=True)
     base_env = {"RAG_LOG_LEVEL": "WARNING", "RAG_RATE_LIMIT_PER_S": "0"}
     bare = br.start_process([sys.executable, str(HERE / "bare_server.py"), "--processes", str(args.workers)],
                             r"bare listening on (\S+:\d+)", base_env)
+    base_env.update(item.split("=", 1) for item in args.env if "=" in item)
     report: dict[str, Any] = {"benchmark": "throughput", "workers": args.workers, "cores": os.cpu_count(),
                               "concurrency": args.concurrency, "connections": args.connections, "rows": []}
     print(f"serve --workers {args.workers}; bare grpc.aio in {args.workers} process(es); {args.concurrency} "

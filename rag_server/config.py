@@ -222,6 +222,11 @@ class Settings(BaseSettings):
         "hash: PostgreSQL table audit_records when RAG_DATABASE_URL is set, else "
         "<data-dir>/audit/audit.jsonl; `rag-server audit verify` checks the chain (false: no records)."
     )
+    audit_flush_ms: int = Field(
+        50, ge=0, le=10_000, description="Group commit of the audit chain: a record waits up to this long "
+        "for others (up to 500) so one append (a lock, two fsyncs, or one transaction) carries many calls; a "
+        "graceful stop writes what is queued at once (0: append as soon as a record is queued)."
+    )
     audit_question: Literal["digest", "text"] = Field(
         "digest", description="How an audit record keeps the question: digest = the sha256 hex of the "
         "trimmed, NFC-normalised text only; text = the text too."

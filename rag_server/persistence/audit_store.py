@@ -345,7 +345,8 @@ class AuditWriter:
         providers: ProviderVersions | None = None,
         question_mode: QuestionMode = "digest",
         max_pending: int = 10_000,
-        batch_size: int = 100,
+        batch_size: int = 500,
+        flush_interval_s: float = 0.0,
         drain_timeout_s: float = 10.0,
         retry_delays: Sequence[float] = (0.05, 0.25, 1.0),
     ) -> None:
@@ -354,6 +355,7 @@ class AuditWriter:
         self.question_mode: QuestionMode = question_mode
         self.max_pending = max_pending
         self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
         self.drain_timeout_s = drain_timeout_s
         self.retry_delays = tuple(retry_delays)
         self.written = 0
@@ -362,6 +364,8 @@ class AuditWriter:
         self._in_flight: list[Entry] = []
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._hurrying = False  # drain(): write what is queued without waiting to gather more
+        self._wake: asyncio.Future[None] | None = None  # the group commit's wait, cut short by drain()
 
     @property
     def pending(self) -> int:
@@ -397,9 +401,21 @@ class AuditWriter:
             log.error("audit record of %s (correlation id %s) NOT written (%s): %s", entry.get("rpc", "?"),
                       entry.get("correlation_id", "?"), reason, why, exc_info=exc_info)
 
+    async def _gather(self) -> None:
+        """Group commit: wait up to flush_interval_s for more records (less than a batch queued), so one
+        append (its lock, reads and two fsyncs, or one transaction) carries many calls' records."""
+        if self.flush_interval_s <= 0 or len(self._queue) >= self.batch_size or self._hurrying:
+            return
+        self._wake = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait({self._wake}, timeout=self.flush_interval_s)
+        finally:
+            self._wake = None
+
     async def _run(self) -> None:
         try:
             while self._queue:
+                await self._gather()
                 size = min(len(self._queue), self.batch_size)
                 self._in_flight = [self._queue.popleft() for _ in range(size)]
                 await self._append(self._in_flight)
@@ -432,10 +448,17 @@ class AuditWriter:
         task = self._task
         if task is None or task.done():
             return
-        done, _ = await asyncio.wait({task}, timeout=self.drain_timeout_s if timeout_s is None else timeout_s)
-        if not done:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        self._hurrying = True
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+        try:
+            wait_s = self.drain_timeout_s if timeout_s is None else timeout_s
+            done, _ = await asyncio.wait({task}, timeout=wait_s)
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        finally:
+            self._hurrying = False
 
     async def close(self) -> None:
         """Stop accepting records, drain the queue, close the store."""
@@ -457,4 +480,5 @@ def open_audit(settings: Settings, embedder: Any, reranker: Any, parts: Any) -> 
         store,
         providers=ProviderVersions.of(settings.embedder, embedder, reranker, parts),
         question_mode=settings.audit_question,
+        flush_interval_s=settings.audit_flush_ms / 1000,
     )

@@ -262,6 +262,50 @@ async def test_many_tasks_and_writers_on_one_file_keep_one_valid_chain(tmp_path:
     assert sum(w.written for w in writers) == 300 and all(w.pending == 0 for w in writers)
 
 
+class _Counting(FileAuditStore):
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self.batches: list[int] = []
+
+    async def append(self, entries: Any) -> int:
+        self.batches.append(len(entries))
+        return await super().append(entries)
+
+
+async def test_group_commit_gathers_the_records_of_many_calls_into_one_append(tmp_path: Path) -> None:
+    store = _Counting(tmp_path / "audit")
+    writer = AuditWriter(store, flush_interval_s=0.2)
+    for n in range(40):  # calls arriving one by one, each yielding to the loop
+        writer.record(_entry(n))
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.3)  # past the interval: written without any drain
+    assert store.batches == [40] and writer.written == 40
+    loose = AuditWriter(_Counting(tmp_path / "audit2"), flush_interval_s=0.0)
+    for n in range(3):
+        loose.record(_entry(n))
+        await asyncio.sleep(0.01)
+    assert loose.store.batches == [1, 1, 1]  # type: ignore[attr-defined]
+    await loose.close()
+    await writer.close()
+
+
+async def test_a_drain_writes_at_once_without_waiting_out_the_group_commit(tmp_path: Path) -> None:
+    store = _Counting(tmp_path / "audit")
+    writer = AuditWriter(store, flush_interval_s=30.0)
+    for n in range(5):
+        writer.record(_entry(n))
+    await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await writer.drain()
+    assert loop.time() - began < 5 and writer.written == 5 and store.batches == [5]
+    writer.record(_entry(6))  # after a drain, gathering again (not hurried forever)
+    await asyncio.sleep(0.05)
+    assert writer.pending == 1
+    await writer.close()
+    assert writer.written == 6 and FileAuditStore(tmp_path / "audit").verify_now().records == 6
+
+
 class _Broken:
     where = "nowhere"
 
