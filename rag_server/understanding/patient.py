@@ -31,6 +31,9 @@ class PatientReading:
     fact_spans: tuple[tuple[int, int], ...]  # token spans of the detected facts
 
 
+NURSLING_MAX_YEARS = 6  # an age told with breastfeeding below this is the nursling's, from it the mother's
+
+
 def extract_patient(
     toks: Sequence[Tok],
     mentions: Sequence[Mention],
@@ -69,7 +72,9 @@ def extract_patient(
     breastfeeding = breastfeeding or bool(rules.breastfeeding_pattern.search(folded))
     years, months = read_age(folded, rules)
     age_text = _age_words(spoken, folded, rules)
-    if breastfeeding:  # "nursing a newborn", "cho bé 2 tháng bú": the age told is the nursling's
+    if breastfeeding and (years is None or years < NURSLING_MAX_YEARS):
+        # "nursing a newborn", "cho bé 2 tháng bú": the age told is the nursling's; "tôi 38 tuổi đang cho
+        # con bú" tells the mother's own
         years = months = None
         age_text = ""
     weight = read_weight(folded, rules)
@@ -178,6 +183,9 @@ def _current_medications(
         while j < len(toks):
             tok = toks[j]
             joined = next((c for c in classes if j not in by_start and match_at(toks, j, c)), None)
+            if joined is None and j not in by_start and toks[j - 1].folded == MEDICINE_WORD:
+                # "thuốc" + a condition is a class too ("thuốc gút probenecid", "thuốc hen salbutamol")
+                joined = next((c for c in rules.condition_phrases if match_at(toks, j, c)), None)
             if joined is not None:
                 _flush(pending, free, medicine_words)
                 pending = []
@@ -209,6 +217,7 @@ def _current_medications(
 
 
 MAX_FREE_NAME_WORDS = 3
+MEDICINE_WORD = "thuoc"  # folded "thuốc"
 MIN_FREE_NAME_CHARS = 4
 
 

@@ -152,6 +152,13 @@ class Rules:
         """Every effect cue, strong or weak ("có gây", "có làm")."""
         return Phrases((*self.effect_cues, *self.weak_effect_cues))
 
+    @cached_property
+    def condition_phrases(self) -> tuple[Phrase, ...]:
+        """Every phrasing of a condition, longest first: after "thuốc" it names a medicine's class ("đang
+        uống thuốc gút probenecid")."""
+        found = {p.folded: p for c in self.conditions for p in c.detect}
+        return tuple(sorted(found.values(), key=len, reverse=True))
+
     def words(self) -> frozenset[str]:
         """Every folded word the rules mention (never read as a drug name)."""
         phrases: list[Phrase] = [

@@ -124,6 +124,21 @@ def test_the_nursling_is_not_the_patient(catalog: Catalog) -> None:
     assert nursing.section_key == ROLES.breastfeeding
 
 
+def test_the_mothers_own_age_is_kept_and_the_nurslings_dropped(catalog: Catalog) -> None:
+    mother = frame("tôi 38 tuổi đang cho con bú, uống zentorin được không", catalog)
+    assert mother.patient.breastfeeding and mother.patient.age_years == 38
+    nursling = frame("tôi đang cho con 3 tuổi bú, uống zentorin được không", catalog)
+    assert nursling.patient.breastfeeding and nursling.patient.age_years is None
+
+
+def test_a_medicine_named_after_its_condition_class_is_taken(catalog: Catalog) -> None:
+    gout = frame("bà đang uống thuốc gút probenecid, dùng chung zentorin được không", catalog)
+    assert gout.patient.current_medications == ("probenecid",)
+    two = frame("ông đang uống thuốc hen salbutamol với thuốc dạ dày omeprazol, thêm zentorin được không",
+                catalog)
+    assert two.patient.current_medications == ("salbutamol", "omeprazol")
+
+
 def test_stopping_or_taking_again_while_pregnant_or_nursing_asks_that_section(catalog: Catalog) -> None:
     pregnant = frame("I just found out I'm 6 weeks pregnant and I'm on zentorin - should I stop it?", catalog)
     assert pregnant.section_key == ROLES.pregnancy
