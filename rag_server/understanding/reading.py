@@ -172,12 +172,20 @@ def _turn(
     # patient condition or a disease, "bị nhiễm khuẩn tiết niệu", is what the patient has, not what is asked)
     effect_toks = tokenize(frame.effect.text) if frame.effect is not None else []
     asked_at = min((toks[m.start].start for i, m in enumerate(mentions) if i not in current_set), default=0)
+    # a symptom blamed on the drug ("kêu đau khớp gối, có phải tại thuốc không") is asked about even when it
+    # is also a condition's name
+    blamed_at = [toks[i].start for i, _ in find_any(toks, rules.effect_after)]
     asks_effect = (
         frame.effect is not None
         and frame.effect.known
         and frame.effect.start > asked_at  # what the drug asked about does, said after naming it
-        and not any(find_any(effect_toks, c.detect) for c in rules.conditions)
-        and not language.clinical.conditions_named(effect_toks)
+        and (
+            (bool(blamed_at) and frame.effect.end <= blamed_at[0])
+            or (
+                not any(find_any(effect_toks, c.detect) for c in rules.conditions)
+                and not language.clinical.conditions_named(effect_toks)
+            )
+        )
     )
     if _patient_turn(facts, frame.section_key, language) and not asks_effect:
         return Reading(frame.but(turn_type=TurnType.PATIENT_ASSESSMENT))

@@ -173,3 +173,11 @@ def test_a_chat_age_and_a_question_after_the_medicine(catalog: Catalog) -> None:
     assert frame("be 2t 12kg uong zentorin bn mg 1 lan", catalog).patient.age_years == 2  # "2t": 2 tuổi
     on = frame("I'm pregnant and I'm on zentorin - should I stop it right away?", catalog)
     assert on.patient.current_medications == ()  # "should I stop" is the question, no medicine
+
+
+def test_a_symptom_blamed_on_the_drug_is_asked_even_when_it_is_a_condition(catalog: Catalog) -> None:
+    blamed = frame("con 15 tuoi uong zentorin may hom keu dau khop goi, co phai tai thuoc ko", catalog)
+    assert blamed.turn_type == TurnType.FREE_FORM and blamed.effect is not None
+    assert "đau ở các khớp" in blamed.effect.forms  # as the book words it
+    had = frame("con 15 tuổi bị đau khớp, uống zentorin được không", catalog)
+    assert had.turn_type == TurnType.PATIENT_ASSESSMENT  # what the patient has, no blame
