@@ -288,31 +288,34 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         digest = hashlib.sha256()
         size, head, declared, seen_metadata = 0, b"", 0, False
         try:
-            with tmp.open("wb") as handle:
-                async for message in request_iterator:
-                    part = message.WhichOneof("part")
-                    if not seen_metadata:
-                        if part != "metadata":
+            async with _refused_after_drain(request_iterator):
+                with tmp.open("wb") as handle:
+                    async for message in request_iterator:
+                        part = message.WhichOneof("part")
+                        if not seen_metadata:
+                            if part != "metadata":
+                                raise invalid_argument(
+                                    "the first message must be metadata",
+                                    ("metadata", "send UploadMetadata first"),
+                                )
+                            seen_metadata, declared = True, message.metadata.size_bytes
+                            _check_metadata(message.metadata, limit, settings.upload_max_mb)
+                            self.uploads.check_room(declared)
+                            continue
+                        if part != "chunk":
                             raise invalid_argument(
-                                "the first message must be metadata",
-                                ("metadata", "send UploadMetadata first"),
+                                "metadata sent twice", ("metadata", "only the first message")
                             )
-                        seen_metadata, declared = True, message.metadata.size_bytes
-                        _check_metadata(message.metadata, limit, settings.upload_max_mb)
-                        self.uploads.check_room(declared)
-                        continue
-                    if part != "chunk":
-                        raise invalid_argument("metadata sent twice", ("metadata", "only the first message"))
-                    size += len(message.chunk)
-                    if size > limit:
-                        raise _too_large(settings.upload_max_mb)
-                    if len(head) < MAGIC_WINDOW:
-                        head += message.chunk[: MAGIC_WINDOW - len(head)]
-                    self.uploads.reserve(tmp, len(message.chunk))
-                    digest.update(message.chunk)
-                    handle.write(message.chunk)
-                handle.flush()
-                os.fsync(handle.fileno())
+                        size += len(message.chunk)
+                        if size > limit:
+                            raise _too_large(settings.upload_max_mb)
+                        if len(head) < MAGIC_WINDOW:
+                            head += message.chunk[: MAGIC_WINDOW - len(head)]
+                        self.uploads.reserve(tmp, len(message.chunk))
+                        digest.update(message.chunk)
+                        handle.write(message.chunk)
+                    handle.flush()
+                    os.fsync(handle.fileno())
             if not seen_metadata:
                 raise invalid_argument("empty upload", ("metadata", "send UploadMetadata, then the bytes"))
             if size == 0:
@@ -346,6 +349,36 @@ class IngestionServicer(ingestion_pb2_grpc.IngestionServiceServicer):
         if manifest is None:
             return ingestion_pb2.GetCorpusResponse(loaded=False)
         return ingestion_pb2.GetCorpusResponse(manifest=manifest_to_proto(manifest), loaded=True)
+
+
+DRAIN_MAX_BYTES = 1024 * 1024  # read (and discard) at most this much of a refused upload ...
+DRAIN_MAX_S = 2.0  # ... for at most this long, before the refusal is sent
+
+
+class _refused_after_drain(contextlib.AbstractAsyncContextManager[None]):
+    """A refusal raised while an upload streams in is sent once the client has finished sending (its
+    remaining messages read and discarded, within DRAIN_MAX_BYTES / DRAIN_MAX_S): a client-streaming call
+    ended by the server while the client still writes reaches the client as INTERNAL "Internal error from
+    Core" now and then (a race in grpc's client, grpc/grpc#27240), never as the INVALID_ARGUMENT it was."""
+
+    def __init__(self, requests: AsyncIterator[ingestion_pb2.UploadDocumentRequest]) -> None:
+        self.requests = requests
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, RequestError):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._discard(), DRAIN_MAX_S)
+        return False
+
+    async def _discard(self) -> None:
+        seen = 0
+        async for message in self.requests:
+            seen += len(message.chunk)
+            if seen > DRAIN_MAX_BYTES:
+                return
 
 
 def _too_large(max_mb: int) -> RequestError:
