@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from rag_server.text.match import Phrase, Tok, find_any, match_at, phrase, tokenize
+from rag_server.text.match import Phrase, Tok, claim, find_any, match_at, phrase, tokenize
 from rag_server.understanding.catalog import Mention
 from rag_server.understanding.frame import Group, PatientFacts
 from rag_server.vocabulary.clinical import MedicineWords
@@ -59,8 +59,20 @@ def extract_patient(
     conditions: list[str] = []
     allergies: list[str] = []
     renal = hepatic = False
-    for cond in rules.conditions:
-        if hits(cond.detect, effects=True):
+    every, owners = rules.condition_detects
+    by_condition: dict[int, list[tuple[int, Phrase]]] = {}
+    for hit in every.matches(free):  # one pass; then each condition's own claims, as find_any makes them
+        for k in owners.get(id(hit[1]), ()):
+            by_condition.setdefault(k, []).append(hit)
+
+    def condition_hits(k: int) -> list[tuple[int, Phrase]]:
+        found = claim(list(by_condition.get(k, ())), len(free))
+        found = [(i, p) for i, p in found if not _after_marker(free, i, rules.effect_markers)]
+        spans.extend((i, i + len(p)) for i, p in found)
+        return found
+
+    for k, cond in enumerate(rules.conditions):
+        if k in by_condition and condition_hits(k):
             if cond.flag == "allergy":
                 allergies.append(cond.name)
                 continue

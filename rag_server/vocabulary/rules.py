@@ -153,6 +153,17 @@ class Rules:
         return Phrases((*self.effect_cues, *self.weak_effect_cues))
 
     @cached_property
+    def condition_detects(self) -> tuple[Phrases, dict[int, tuple[int, ...]]]:
+        """Every condition's detect phrases as one indexed set, and for each phrase (by identity) the
+        conditions (indices into `conditions`) that list it: one pass over a question finds them all."""
+        owners: dict[int, list[int]] = {}
+        for k, cond in enumerate(self.conditions):
+            for pat in cond.detect:
+                owners.setdefault(id(pat), []).append(k)
+        every = Phrases(p for c in self.conditions for p in c.detect)
+        return every, {key: tuple(v) for key, v in owners.items()}
+
+    @cached_property
     def condition_phrases(self) -> tuple[Phrase, ...]:
         """Every phrasing of a condition, longest first: after "thuốc" it names a medicine's class ("đang
         uống thuốc gút probenecid")."""
