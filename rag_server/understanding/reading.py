@@ -97,6 +97,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         # about a drug it asks about that drug ("mùa hè để trong cốp ô tô có sao không")
         section = None
     section = _with_second_medicine(section, toks, mentions, language)
+    section = _name_identity(section, [t for t in spoken if t.raw != _DRUG], masked, mentions, language)
     cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
     terms = _terms(query, toks, mentions, cue, language)
     drug_at = min((m.start for m in mentions), default=None)
@@ -476,6 +477,33 @@ def _with_second_medicine(
     if not others:
         return section
     return replace(section, section_key=roles.interaction_facet[0])
+
+
+def _name_identity(
+    section: PhraseMatch | None, toks: Sequence[Tok], masked: Sequence[Tok], mentions: Sequence[Mention],
+    language: Language,
+) -> PhraseMatch | None:
+    """A name asked to be another ("Hiconcil, vậy là amoxicilin hả", "Panfor là thuốc gì, có phải metformin
+    không", "Partamol, Hapacol với Efferalgan đều là para hết hả") asks for the brand names: a drug the book
+    has, another name beside it (a drug-like word the book does not have, or a second name of the same
+    drug) and a phrase of identity (rules.toml [question] name_identity). A strong cue of another section
+    keeps its section, but for the class ("Panfor là thuốc gì"). `toks`: the words the section cues were
+    read on (names left out), the cue's position is theirs."""
+    roles = language.vocabulary.roles
+    if not mentions:
+        return section
+    cue = find_any(toks, language.rules.name_identity)
+    if not cue:
+        return section
+    texts = {m.text.lower() for m in mentions}
+    drugs = {d for m in mentions for d in m.drug_ids}
+    unknown = drug_like_words([t for t in masked if t.raw != _DRUG], language.known_words)
+    if not unknown and not (len(texts) > 1 and len(drugs) == 1):
+        return section
+    if section is not None and not section.weak and section.section_key != roles.drug_class:
+        return section
+    at, pat = cue[0]
+    return PhraseMatch(roles.brands, pat.text, at, False, len(pat))
 
 
 def _to_population(cue: SectionCue | None, facts: PatientFacts, language: Language) -> SectionCue | None:

@@ -143,6 +143,8 @@ class Rules:
     effect_links: Phrases = field(default_factory=Phrases)  # "khi": a weak cue before the drug is its effect
     list_separators: Phrases = field(default_factory=Phrases)  # "," "và" "hay": effects listed together
     effect_after: Phrases = field(default_factory=Phrases)  # "có phải do": the effect came before
+    # "Hiconcil, vậy là amoxicilin hả": one name asked to be another (the brand names section)
+    name_identity: Phrases = field(default_factory=Phrases)
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
     bounds: BoundWords | None = None
@@ -289,6 +291,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         effect_links=_phrases(data.get("question", {}).get("effect_links")),
         list_separators=_phrases(data.get("question", {}).get("list_separators")),
         effect_after=_phrases(data.get("question", {}).get("effect_after")),
+        name_identity=_phrases(data.get("question", {}).get("name_identity")),
         question_fillers=_phrases(data.get("question", {}).get("fillers")),
         bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),
         groups=tuple(GroupWords(str(g["name"]), _phrases(g.get("anchors")), bool(g.get("bounds", False)))

@@ -181,3 +181,13 @@ def test_a_symptom_blamed_on_the_drug_is_asked_even_when_it_is_a_condition(catal
     assert "đau ở các khớp" in blamed.effect.forms  # as the book words it
     had = frame("con 15 tuổi bị đau khớp, uống zentorin được không", catalog)
     assert had.turn_type == TurnType.PATIENT_ASSESSMENT  # what the patient has, no blame
+
+
+def test_a_name_asked_to_be_another_asks_for_the_brand_names(catalog: Catalog) -> None:
+    brands = load_vocabulary().roles.brands
+    unknown = frame("hộp thuốc ghi Zentrofax, vậy là zentorin hả", catalog)
+    assert unknown.section_key == brands and unknown.drug_ids == ("zentorin",)
+    klass = frame("Zentrofax là thuốc gì vậy, có phải zentorin không", catalog)
+    assert klass.section_key == brands  # the class cue yields: one name asked to be another
+    alone = frame("zentorin vậy là uống sau ăn hả", catalog)
+    assert alone.section_key != brands  # no second name: no identity asked
