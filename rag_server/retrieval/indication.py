@@ -47,7 +47,7 @@ def synonym_pass(index: IndicationIndex, conditions: Sequence[ConditionSpec]) ->
     named: dict[str, set[str]] = defaultdict(set)
     for spec in conditions:
         for form in spec.forms:
-            for hit in keyword_pass(index.containing(form.text), form.text):
+            for hit in index.form_hits(form.text):
                 cid = hit.chunk.chunk_id
                 named[cid].add(spec.name.text)
                 if cid not in best or hit.score > best[cid].score:

@@ -64,6 +64,8 @@ class IndicationIndex:
 
     chunks: tuple[PreparedChunk, ...] = ()
     postings: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # folded word -> chunk positions
+    # a vocabulary form's hits (bounded by the vocabulary: never a caller's text), found once per generation
+    _form_hits: dict[str, tuple[Hit, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, chunks: Sequence[Chunk], section_key: str) -> IndicationIndex:
@@ -75,6 +77,14 @@ class IndicationIndex:
             for word in dict.fromkeys(p.folded):
                 postings[word].append(i)
         return cls(tuple(prepared), {w: tuple(ids) for w, ids in postings.items()})
+
+    def form_hits(self, form: str) -> tuple[Hit, ...]:
+        """keyword_pass over the chunks containing `form`, a form of the clinical vocabulary (only those:
+        the memo is bounded by the vocabulary)."""
+        hits = self._form_hits.get(form)
+        if hits is None:
+            hits = self._form_hits[form] = tuple(keyword_pass(self.containing(form), form))
+        return hits
 
     def containing(self, text: str) -> list[PreparedChunk]:
         """The chunks holding every word of `text` (folded), in index order."""

@@ -109,11 +109,21 @@ class ClinicalVocabulary:
             return []
         return self._specs(found)
 
+    @cached_property
+    def _specs_of(self) -> dict[Phrase, tuple[ConditionSpec, ...]]:
+        """Each form -> the conditions that list it, in vocabulary order."""
+        owners: dict[Phrase, list[ConditionSpec]] = {}
+        for spec in self.conditions:
+            for form in spec.forms:
+                if spec not in owners.setdefault(form, []):
+                    owners[form].append(spec)
+        return {form: tuple(specs) for form, specs in owners.items()}
+
     def _specs(self, found: list[tuple[int, Phrase]]) -> list[ConditionSpec]:
         out: list[ConditionSpec] = []
         for _, matched in sorted(found, key=lambda f: -len(f[1])):
-            for spec in self.conditions:
-                if matched in spec.forms and spec not in out:
+            for spec in self._specs_of.get(matched, ()):
+                if spec not in out:
                     out.append(spec)
         return out
 
