@@ -90,7 +90,8 @@ async def given(target: str) -> AsyncIterator[str]:
 
 
 async def run(
-    paths: list[Path], misses: int, json_out: str | None, sample_target: str = "", real_target: str = ""
+    paths: list[Path], misses: int, json_out: str | None, sample_target: str = "", real_target: str = "",
+    show_holdout: bool = False,
 ) -> int:
     from rich.console import Console
 
@@ -118,6 +119,9 @@ async def run(
         real_server = given(real_target) if real_target else serving(tmp, "real", real_pdf)
         async with sample_server as sample, real_server as real:
             for path in paths:
+                # a frozen holdout's misses stay unread unless asked for (reading them is tuning on them)
+                frozen = "holdout" in path.name or "heldout" in path.name
+                shown = misses if show_holdout or not frozen else 0
                 if is_item_file(path):
                     items = load_items(path)
                     on_sample = [i for i in items if i.corpus == "sample" or i.drug_id in SAMPLE_DRUGS]
@@ -126,7 +130,7 @@ async def run(
                     claims = score(seen)
                     console.rule(f"{path.name}: {len(items)} items")
                     console.print(claims_table(claims))
-                    for qid, measure, detail in claims.misses[:misses]:
+                    for qid, measure, detail in claims.misses[:shown]:
                         console.print(f"  miss {qid} {measure}: {detail}")
                     report[path.name] = claims.to_dict()
                     continue
@@ -136,7 +140,7 @@ async def run(
                 outcomes = [*await run_eval(sample, on_sample_q), *await run_eval(real, on_real_q)]
                 summary = summarize(outcomes)
                 console.rule(f"{path.name}: {len(questions)} questions")
-                print_report(console, summary, None, misses)
+                print_report(console, summary, None, shown)
                 report[path.name] = report_json(summary)
     if json_out:
         Path(json_out).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -149,12 +153,15 @@ def main() -> int:
     )
     parser.add_argument("questions", nargs="*", type=Path, default=list(DEFAULT_SETS))
     parser.add_argument("--json", dest="json_out", default=None)
-    parser.add_argument("--misses", type=int, default=60)
+    parser.add_argument("--misses", type=int, default=60, help="misses shown per dev file (holdouts: none)")
+    parser.add_argument("--holdout-misses", action="store_true",
+                        help="also show a frozen holdout's misses (reading them spoils it for tuning)")
     parser.add_argument("--sample-target", default="", help="a running server with the sample loaded")
     parser.add_argument("--real-target", default="", help="a running server with the real monographs")
     args = parser.parse_args()
     return asyncio.run(
-        run(list(args.questions), args.misses, args.json_out, args.sample_target, args.real_target)
+        run(list(args.questions), args.misses, args.json_out, args.sample_target, args.real_target,
+            args.holdout_misses)
     )
 
 
