@@ -92,6 +92,8 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         masked = _masked(toks, mentions)
         patient = extract_patient(toks, mentions, rules, language.medicine_words)
     facts = patient.facts
+    unnamed = [t for t in spoken if t.raw != _DRUG]
+    section = _yield_to_condition(section, unnamed, toks, patient.fact_spans, language)
     if section is not None and section.weak and ((not mentions and not prior.drug_ids) or not facts.empty):
         # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts; in a conversation
         # about a drug it asks about that drug ("mùa hè để trong cốp ô tô có sao không")
@@ -504,6 +506,35 @@ def _name_identity(
         return section
     at, pat = cue[0]
     return PhraseMatch(roles.brands, pat.text, at, False, len(pat))
+
+
+def _yield_to_condition(
+    section: PhraseMatch | None,
+    spoken: Sequence[Tok],
+    toks: Sequence[Tok],
+    fact_spans: Sequence[tuple[int, int]],
+    language: Language,
+) -> PhraseMatch | None:
+    """A cue of a section that yields to a patient's condition (roles yields_to_condition) found inside the
+    words that state a patient fact is those words ("bệnh nhân chạy thận nhân tạo", "rối loạn chuyển hóa
+    porphyrin"): the section is read again without them."""
+    if section is None or section.section_key not in language.vocabulary.roles.yields_to_condition:
+        return section
+    chars = [(toks[i].start, toks[j - 1].end) for i, j in fact_spans if i < j <= len(toks)]
+
+    def inside(t: Tok) -> bool:
+        return any(a <= t.start and t.end <= b for a, b in chars)
+
+    cue = spoken[section.position : section.position + max(section.length, 1)]
+    span = next(((i, j) for i, j in fact_spans if cue and all(
+        toks[i].start <= t.start and t.end <= toks[j - 1].end for t in cue)), None)
+    if span is None:
+        return section
+    before = find_any(toks[max(0, span[0] - 2) : span[0]], language.rules.state_words)
+    stated = any(i + len(p) == min(2, span[0]) for i, p in before)
+    if span[1] - span[0] <= len(cue) and not stated:
+        return section  # the words are the cue itself, not stated of the patient ("có lọc máu được không")
+    return language.vocabulary.resolve_section([t for t in spoken if not inside(t)])
 
 
 def _to_population(cue: SectionCue | None, facts: PatientFacts, language: Language) -> SectionCue | None:

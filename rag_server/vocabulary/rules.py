@@ -132,6 +132,7 @@ class Rules:
     priors: tuple[SectionPrior, ...] = ()
     prior_weight: float = 0.0
     effect_markers: tuple[Phrase, ...] = ()
+    state_words: tuple[Phrase, ...] = ()  # words before a condition that make it the patient's state
     stopword_phrases: Phrases = field(default_factory=Phrases)  # stopwords with their accents
     abbreviations: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # "ko" -> không
     # read otherwise right before a unit: "bn mg" is "bao nhiêu mg", "bn" alone "bệnh nhân"
@@ -284,6 +285,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         ),
         prior_weight=float(free_form.get("prior_weight", 0.0)),
         effect_markers=_phrases(patient.get("effect_markers")),
+        state_words=_phrases(patient.get("state_words")),
         stopword_phrases=_phrases(data["lexical"]["stopwords"]),
         effect_cues=_phrases(data.get("question", {}).get("effect_cues")),
         weak_effect_cues=_phrases(data.get("question", {}).get("weak_effect_cues")),

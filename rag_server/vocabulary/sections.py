@@ -72,6 +72,7 @@ class SectionRoles:
     with_carried_medicine: tuple[str, ...]
     yields_to_effect: tuple[str, ...]
     yields_to_population: tuple[str, ...]
+    yields_to_condition: tuple[str, ...]
     population: tuple[str, ...]
     suggested: tuple[str, ...]
 

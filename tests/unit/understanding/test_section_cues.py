@@ -124,3 +124,29 @@ def test_thoi_ky_is_no_incompatibility_cue() -> None:
     # "kỵ" is a cue, but never inside "thời kỳ" (the longer phrase claims its words first).
     match = load_vocabulary().resolve_section("thoi ky mang thai")
     assert match is not None and match.section_key == "thoi_ky_mang_thai"
+
+
+@pytest.mark.parametrize(
+    ("question", "section"),
+    [
+        # the words of a patient's condition are no cue of the sections that yield to it
+        ("bệnh nhân chạy thận nhân tạo dùng keptralon liều bao nhiêu", DOSAGE),
+        ("bn chạy thận dùng zelvorin liều sao", DOSAGE),
+        ("patients on dialysis zelvorin dose", DOSAGE),
+        ("mẹ bị rối loạn chuyển hóa porphyrin dùng zelvorin có phải cẩn thận gì không", "than_trong"),
+        # the same words asked about, not stated of the patient, still cue the section
+        ("quá liều zelvorin có lọc máu được không", "qua_lieu_va_xu_tri"),
+        ("zelvorin có loại được bằng lọc máu không", "qua_lieu_va_xu_tri"),
+        ("zelvorin chuyển hóa ở đâu", "duoc_dong_hoc"),
+    ],
+)
+def test_a_cue_inside_a_patients_condition_yields_to_it(
+    catalog: Catalog, question: str, section: str
+) -> None:
+    assert understand(catalog, question).frame.section_key == section
+
+
+def test_a_dialysis_patient_without_another_cue_is_a_patient_question(catalog: Catalog) -> None:
+    frame = understand(catalog, "người đang lọc máu uống zelvorin có được không").frame
+    assert frame.section_key != "qua_lieu_va_xu_tri"
+    assert frame.patient.renal_impairment
