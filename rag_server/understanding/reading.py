@@ -127,7 +127,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         situation=situation,
         effect=effect,
         loose=any(t.loose for t in toks),
-        section_prior=section_prior(toks, rules, language.vocabulary.roles.population),
+        section_prior=section_prior(unnamed, rules, language.vocabulary.roles.population),
     )
     reading = _turn(base, toks, masked, mentions, patient.current_mentions, language, catalog)
     reading = _with_medications(reading, catalog, language)

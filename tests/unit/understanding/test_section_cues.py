@@ -130,14 +130,14 @@ def test_thoi_ky_is_no_incompatibility_cue() -> None:
     ("question", "section"),
     [
         # the words of a patient's condition are no cue of the sections that yield to it
-        ("bệnh nhân chạy thận nhân tạo dùng keptralon liều bao nhiêu", DOSAGE),
-        ("bn chạy thận dùng zelvorin liều sao", DOSAGE),
-        ("patients on dialysis zelvorin dose", DOSAGE),
-        ("mẹ bị rối loạn chuyển hóa porphyrin dùng zelvorin có phải cẩn thận gì không", "than_trong"),
+        ("bệnh nhân chạy thận nhân tạo dùng zentorin liều bao nhiêu", DOSAGE),
+        ("bn chạy thận dùng zentorin liều sao", DOSAGE),
+        ("patients on dialysis zentorin dose", DOSAGE),
+        ("mẹ bị rối loạn chuyển hóa porphyrin dùng zentorin có phải cẩn thận gì không", "than_trong"),
         # the same words asked about, not stated of the patient, still cue the section
-        ("quá liều zelvorin có lọc máu được không", "qua_lieu_va_xu_tri"),
-        ("zelvorin có loại được bằng lọc máu không", "qua_lieu_va_xu_tri"),
-        ("zelvorin chuyển hóa ở đâu", "duoc_dong_hoc"),
+        ("quá liều zentorin có lọc máu được không", "qua_lieu_va_xu_tri"),
+        ("zentorin có loại được bằng lọc máu không", "qua_lieu_va_xu_tri"),
+        ("zentorin chuyển hóa ở đâu", "duoc_dong_hoc"),
     ],
 )
 def test_a_cue_inside_a_patients_condition_yields_to_it(
@@ -147,6 +147,6 @@ def test_a_cue_inside_a_patients_condition_yields_to_it(
 
 
 def test_a_dialysis_patient_without_another_cue_is_a_patient_question(catalog: Catalog) -> None:
-    frame = understand(catalog, "người đang lọc máu uống zelvorin có được không").frame
+    frame = understand(catalog, "người đang lọc máu uống zentorin có được không").frame
     assert frame.section_key != "qua_lieu_va_xu_tri"
     assert frame.patient.renal_impairment
