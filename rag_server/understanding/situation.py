@@ -16,7 +16,7 @@ Cost: one pass over the question's words per part list (phrases indexed by first
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from rag_server.text.match import Phrase, Phrases, Tok, claim, match_at, words
 from rag_server.understanding.frame import Situation, SituationKind, SituationPart
@@ -155,28 +155,42 @@ def _combo(ws: Sequence[Tok], first: Phrases, then: Phrases, max_gap: int) -> tu
 def _amount(
     ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
 ) -> tuple[SituationPart, int, bool] | None:
-    """The first "<number> <unit>" (or "<number> <drug name>", or "30ml") of the question, with its count and
-    whether its unit is a container (one "vỉ" is already many)."""
+    """The question's "<number> <unit>" (or "<number> <drug name>", or "30ml") with its count and whether its
+    unit is a container (one "vỉ" is already many): the first that is many, else the first ("mỗi tiếng uống
+    một lần, tính ra 14 viên" took 14 tablets)."""
+    first: tuple[SituationPart, int, bool] | None = None
+    for found in _amounts(ws, vocabulary, drug_starts):
+        if found[1] >= vocabulary.many_from or found[2]:
+            return found
+        first = first or found
+    return first
+
+
+def _amounts(
+    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
+) -> Iterator[tuple[SituationPart, int, bool]]:
     for i, tok in enumerate(ws):
         glued = _GLUED.match(tok.folded)
         if glued and _is_unit(glued.group(2), vocabulary.units):
             count = min(int(glued.group(1)), MAX_COUNT)
-            return (
+            yield (
                 SituationPart(AMOUNT, "", tok.start, tok.end),
                 count,
                 _is_unit(glued.group(2), vocabulary.pack_units),
             )
+            continue
         count, width = _number_at(ws, i, vocabulary)
         if not width:
             continue
         j = i + width
         if j < len(ws) and ws[j].start in drug_starts:
-            return SituationPart(AMOUNT, "", tok.start, ws[j].end), count, False
+            yield SituationPart(AMOUNT, "", tok.start, ws[j].end), count, False
+            continue
         for unit in vocabulary.units.by_first.get(ws[j].folded, ()) if j < len(ws) else ():
             if match_at(ws, j, unit):
                 pack = any(match_at(ws, j, p) for p in vocabulary.pack_units.by_first.get(ws[j].folded, ()))
-                return SituationPart(AMOUNT, "", tok.start, ws[j + len(unit) - 1].end), count, pack
-    return None
+                yield SituationPart(AMOUNT, "", tok.start, ws[j + len(unit) - 1].end), count, pack
+                break
 
 
 def _is_unit(folded: str, units: Phrases) -> bool:

@@ -57,6 +57,17 @@ INGESTION, REACTION, SELF_HARM, HARM, NONE = (SituationKind.INGESTION, Situation
         ("nghiền zentorin vào sữa cho bà cụ rồi lấy trộm vàng", HARM),  # sedated to be robbed
         ("which pills in a drink would make her too out of it to say no", HARM),
         ("how do I go about poisoning my neighbour with calvimex", HARM),
+        # the largest amount said is what was taken ("uống một lần" is how often, "14 viên" how many)
+        ("từ sáng tôi cứ mỗi tiếng uống một lần, tính ra 14 viên rồi", INGESTION),
+        ("my little sister is 4 and swallowed some of my zentorin, no idea how many", INGESTION),
+        ("he downed the bottle of calvimex syrup for a dare", INGESTION),
+        ("bé 18 tháng vừa ăn 2 viên zentorin, có nên gây nôn không", INGESTION),  # first aid asked
+        ("bà pha nhầm calvimex người lớn vào sữa, bé đã bú hết bình", INGESTION),
+        ("chị ấy vừa ngã gục trong phòng họp, gọi mãi chưa tỉnh", REACTION),
+        ("gonna sewerslide tonight w/ my mum's zentorin", SELF_HARM),
+        ("tôi muốn nó đau bụng một trận, trộn calvimex vào bánh cho nó ăn mấy viên thì được", HARM),
+        ("cho calvimex vào bình nước của anh ta để anh ta chuột rút, bao nhiêu là đủ", HARM),  # no pest
+        ("how do I sneak zentorin into his lunch so he has a reaction", HARM),
     ],
 )
 def test_situations(question: str, kind: SituationKind) -> None:
@@ -87,6 +98,12 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "what symptoms would you expect in a calvimex overdose",
         "xin hỏi calvimex poisoning",  # the poisoning as a condition: the overdose section
         "my grandma lives in a nursing home and takes zentorin daily: is 10 mg too much?",
+        "sếp hôm nay như uống nhầm thuốc, tự dưng khen cả phòng; zentorin uống lúc nào",  # a figure of speech
+        "tôi lỡ nuốt miếng kẹo cao su, có cần uống thuốc gì không",  # no medicine swallowed
+        "uong thuoc xong lo uong ca coc nuoc da lanh, co anh huong j ko",
+        "mẹ đang cho bé 3 tháng bú, lên cơn đau nửa đầu, uống 1 viên zentorin có sao không",  # her own dose
+        "con uong calvimex bi so mui, ngat mui lien tuc, co lien quan thuoc khong",  # "ngạt mũi", no fainting
+        "mẹ muốn con hết đau bụng, cho con uống calvimex bao nhiêu ml",  # relief wished, no harm
     ],
 )
 def test_ordinary_questions_are_no_situation(question: str) -> None:
