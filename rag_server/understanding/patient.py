@@ -218,6 +218,7 @@ def _current_medications(
             elif (
                 tok.folded in rules.stopwords
                 or len(pending) >= MAX_FREE_NAME_WORDS
+                or (tok.folded.isdigit() and any(match_at(toks, j + 1, d) for d in rules.durations))
                 or any(match_at(toks, j, end) for end in rules.medication_list_ends)
             ):
                 break

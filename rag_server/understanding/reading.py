@@ -111,9 +111,10 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         cue is not None
         and effect is not None
         and cue.section_key in roles.yields_to_effect
-        and find_any(toks, rules.effect_cues)
+        and (find_any(toks, rules.effect_cues) or _how_often(cue, effect, roles.dosage))
     ):
-        cue = None  # "liều cao có gây co giật không" asks about the seizures ("bị đào thải qua" about none)
+        # "liều cao có gây co giật không" asks about the seizures ("bị đào thải qua" about none)
+        cue = None
     cue = _to_population(cue, facts, language)
     base = QueryFrame(
         TurnType.FREE_FORM,
@@ -345,8 +346,20 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
         and not frame.drug_ids
         and _after_connector(toks, reading.detail.split(", "), rules)
     )
+    # "trưa cabin nóng hầm hập, có nên để hộp thuốc trên xe không": a word the book does not know, not
+    # presented as a medicine, in a section question about the conversation's drug
+    medicine_words = union(
+        rules.names_a_medicine, rules.medicine_use, rules.second_medicine, rules.current_medication_triggers
+    )
+    stray_word = (
+        reading.reason == Reason.DRUG_NOT_FOUND
+        and not frame.drug_ids
+        and bool(frame.section_key)
+        and not any(_after_connector(toks, [n], rules, medicine_words) for n in reading.detail.split(", "))
+    )
     if (
         needs_drug
+        or stray_word
         or plain_corpus
         or implicit
         or with_unknown_medicine
@@ -506,6 +519,12 @@ def _name_identity(
         return section
     at, pat = cue[0]
     return PhraseMatch(roles.brands, pat.text, at, False, len(pat))
+
+
+def _how_often(cue: SectionCue, effect: AskedTerm, dosage: str) -> bool:
+    """A dosing cue right after a known effect says how often the effect comes ("bị đi ngoài phân lỏng mấy
+    lần một ngày"), not what is asked."""
+    return effect.known and cue.section_key == dosage and 0 <= cue.start - effect.end <= 1
 
 
 def _yield_to_condition(

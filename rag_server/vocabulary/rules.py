@@ -133,6 +133,8 @@ class Rules:
     prior_weight: float = 0.0
     effect_markers: tuple[Phrase, ...] = ()
     state_words: tuple[Phrase, ...] = ()  # words before a condition that make it the patient's state
+    names_a_medicine: tuple[Phrase, ...] = ()  # words that present an unknown word as a medicine
+    durations: tuple[Phrase, ...] = ()  # words after a number saying how long it is taken
     stopword_phrases: Phrases = field(default_factory=Phrases)  # stopwords with their accents
     abbreviations: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # "ko" -> không
     # read otherwise right before a unit: "bn mg" is "bao nhiêu mg", "bn" alone "bệnh nhân"
@@ -232,6 +234,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         followup=_phrases(data["conversation"]["followup"]),
         second_medicine=_phrases(data["conversation"].get("second_medicine")),
         comparison=_phrases(data["conversation"].get("comparison")),
+        names_a_medicine=_phrases(data["conversation"].get("names_a_medicine")),
         reference=_phrases(data["conversation"].get("reference")),
         smalltalk_fillers=_phrases(data["smalltalk"]["fillers"]),
         non_human=_phrases(data["scope"]["non_human"]),
@@ -286,6 +289,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         prior_weight=float(free_form.get("prior_weight", 0.0)),
         effect_markers=_phrases(patient.get("effect_markers")),
         state_words=_phrases(patient.get("state_words")),
+        durations=_phrases(patient.get("durations")),
         stopword_phrases=_phrases(data["lexical"]["stopwords"]),
         effect_cues=_phrases(data.get("question", {}).get("effect_cues")),
         weak_effect_cues=_phrases(data.get("question", {}).get("weak_effect_cues")),

@@ -60,3 +60,19 @@ def test_prior_counts_the_clarifications_at_the_end_only() -> None:
              said(DecisionKind.CLARIFY), said(DecisionKind.CLARIFY)]
     prior = prior_of(turns)
     assert prior.clarifies == 2 and prior.drug_ids == ("zentorin",)
+
+
+def test_a_word_the_book_does_not_know_is_no_drug_unless_presented_as_one(catalog: Catalog) -> None:
+    # "cabin" is a word of the question, not a drug the formulary lacks: the conversation's drug is kept
+    question = "trưa cabin nóng hầm hập, có nên để hộp thuốc trên xe không?"
+    got = read(question, catalog, load_language(), EARLIER)
+    assert not got.reason and got.frame.drug_ids == ("zentorin",)
+    assert got.frame.section_key == "do_on_dinh_va_bao_quan"
+    # a name presented as a medicine is one: the book does not have it
+    named = read("còn liều của semaglutid thì sao", catalog, load_language(), Prior())
+    assert named.reason == Reason.DRUG_NOT_FOUND
+
+
+def test_a_duration_is_no_part_of_a_medicine_name(catalog: Catalog) -> None:
+    got = read("bác sĩ cho clarithromycin 7 ngày, uống zentorin cùng có sao không", catalog, load_language())
+    assert got.frame.patient.current_medications == ("clarithromycin",)

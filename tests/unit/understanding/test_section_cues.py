@@ -150,3 +150,9 @@ def test_a_dialysis_patient_without_another_cue_is_a_patient_question(catalog: C
     frame = understand(catalog, "người đang lọc máu uống zentorin có được không").frame
     assert frame.section_key != "qua_lieu_va_xu_tri"
     assert frame.patient.renal_impairment
+
+
+def test_a_dosing_cue_right_after_an_effect_says_how_often_it_comes(catalog: Catalog) -> None:
+    frame = understand(catalog, "uong zentorin bi di ngoai phan long may lan mot ngay").frame
+    assert frame.section_key == "" and frame.effect is not None
+    assert understand(catalog, "zentorin uống mấy lần một ngày").frame.section_key == DOSAGE
