@@ -146,8 +146,10 @@ def gather(reading: Reading, corpus: Corpus, providers: Providers) -> Gathered:
     if result.decision.reason is Reason.EFFECT_NOT_LISTED and frame.effect is not None:
         gathered.lead.append(_not_listed(frame, result.read_sections, corpus))
     if plan is Plan.WHOLE_SECTION and result.decision.usable:
-        gathered.lead.extend(gap_notices(frame, evidence, language))
+        gaps = gap_notices(frame, evidence, language)
+        gathered.lead.extend(gaps)
         if result.route is Route.SECTION:
+            gathered = _own_sections(gathered, frame, gaps, corpus)
             gathered = _section_facts(gathered, frame, corpus, providers)
     elif result.route is Route.EFFECT:  # the effect asked, then what the patient's facts matched
         gathered = _section_facts(gathered, frame, corpus, providers)
@@ -328,6 +330,32 @@ def facet_hits(
                 if note:
                     lead.append(Block(title, drug_id=candidate.drug_id, note=note))
     return hits, lead, notices
+
+
+def _own_sections(gathered: Gathered, frame: QueryFrame, gaps: Sequence[Block], corpus: Corpus) -> Gathered:
+    """A pregnant or breastfeeding patient's question answered from another section that says nothing for
+    her ("liều zelvorin cho bà bầu"): after that gap is said, her own section of the drug is shown whole
+    too (the pregnancy or breastfeeding section), so the answer is not only the silence."""
+    roles = corpus.language.vocabulary.roles
+    own = {Group.PREGNANT: roles.pregnancy, Group.BREASTFEEDING: roles.breastfeeding}
+    if not gaps or not frame.drug_ids:
+        return gathered
+    drug_id = frame.drug_ids[0]
+    shown = {b.chunk.section_key for b in gathered.evidence}
+    keys = [own[g] for g in frame.patient.groups if g in own and own[g] not in shown]
+    extra = [h for key in keys for h in whole_section(corpus, drug_id, key).hits]
+    if not extra:
+        return gathered
+    kept: list[FacetHit] = [
+        (Hit(b.chunk, 1.0, ScoreKind.EXACT), b.title, b.focus, b.focus_forms, b.facts)
+        for b in gathered.evidence
+    ]
+    added: list[FacetHit] = [(h, title_of(h.chunk), "", (), ()) for h in located(extra, corpus)]
+    evidence = number(kept + added)
+    gathered.evidence = evidence
+    gathered.decision = decide([b.chunk for b in evidence])
+    gathered.notices.extend(visual_notices(evidence[len(kept):], corpus.language))
+    return gathered
 
 
 def _section_facts(

@@ -98,6 +98,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts; in a conversation
         # about a drug it asks about that drug ("mùa hè để trong cốp ô tô có sao không")
         section = None
+    section = _population_dose(section, unnamed, language)
     section = _with_second_medicine(section, toks, mentions, language)
     section = _name_identity(section, [t for t in spoken if t.raw != _DRUG], masked, mentions, language)
     cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
@@ -519,6 +520,21 @@ def _name_identity(
         return section
     at, pat = cue[0]
     return PhraseMatch(roles.brands, pat.text, at, False, len(pat))
+
+
+def _population_dose(
+    section: PhraseMatch | None, unnamed: Sequence[Tok], language: Language
+) -> PhraseMatch | None:
+    """A population's cue said with a dosing cue ("liều zelvorin cho bà bầu là bao nhiêu") asks for the dose
+    (roles population_yields_to); the population stays a patient fact, so a dosing section silent on it is
+    said to be."""
+    roles = language.vocabulary.roles
+    if section is None or section.weak or section.section_key not in roles.population:
+        return section
+    if not find_any(unnamed, language.rules.dose_asked):
+        return section  # "uống 1 liều được không" names a dose, asks none
+    return next((c for c in language.vocabulary.cues(unnamed) if c.section_key in roles.population_yields_to),
+                section)
 
 
 def _how_often(cue: SectionCue, effect: AskedTerm, dosage: str) -> bool:

@@ -148,6 +148,7 @@ class Rules:
     effect_after: Phrases = field(default_factory=Phrases)  # "có phải do": the effect came before
     # "Hiconcil, vậy là amoxicilin hả": one name asked to be another (the brand names section)
     name_identity: Phrases = field(default_factory=Phrases)
+    dose_asked: Phrases = field(default_factory=Phrases)
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
     bounds: BoundWords | None = None
@@ -298,6 +299,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         list_separators=_phrases(data.get("question", {}).get("list_separators")),
         effect_after=_phrases(data.get("question", {}).get("effect_after")),
         name_identity=_phrases(data.get("question", {}).get("name_identity")),
+        dose_asked=_phrases(data.get("question", {}).get("dose_asked")),
         question_fillers=_phrases(data.get("question", {}).get("fillers")),
         bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),
         groups=tuple(GroupWords(str(g["name"]), _phrases(g.get("anchors")), bool(g.get("bounds", False)))

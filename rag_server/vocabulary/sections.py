@@ -73,6 +73,7 @@ class SectionRoles:
     yields_to_effect: tuple[str, ...]
     yields_to_population: tuple[str, ...]
     yields_to_condition: tuple[str, ...]
+    population_yields_to: tuple[str, ...]
     population: tuple[str, ...]
     suggested: tuple[str, ...]
 
@@ -161,10 +162,12 @@ class Vocabulary:
         )
         return PhraseMatch(owner[best], best.text, position, True, len(best))
 
-    def cues(self, question: str) -> list[PhraseMatch]:
-        """Every non-overlapping section cue of a question, in text order (phrases only, no hints)."""
-        found = self._phrases.find(tokenize(question, AccentRule.WORD))
-        return [PhraseMatch(self._phrases.owner[p], p.text, i) for i, p in found]
+    def cues(self, question: str | Sequence[Tok]) -> list[PhraseMatch]:
+        """Every non-overlapping section cue of a question, in text order (phrases only, no hints). Given
+        tokens, they must be read word by word for accents (text.match.word_accents)."""
+        toks = tokenize(question, AccentRule.WORD) if isinstance(question, str) else question
+        found = self._phrases.find(toks)
+        return [PhraseMatch(self._phrases.owner[p], p.text, i, False, len(p)) for i, p in found]
 
     def _strength(self, section_key: str, pat: Phrase, position: int) -> tuple[int, int, int, int]:
         spec = self.sections[section_key]

@@ -154,3 +154,17 @@ async def test_taken_together_checks_the_interactions_of_the_drug_asked_about(
     _, blocks, final = await collect(make_pipeline().ask("calvimex dùng cùng metrovastin được không"))
     assert final.route == Route.PATIENT and not final.decision.usable
     assert any("không có nghĩa là an toàn" in (b.note or "") for b in blocks), blocks
+
+
+async def test_a_dose_asked_for_a_pregnant_patient_says_the_gap_then_shows_her_own_section(
+    make_pipeline: Callable[..., AskPipeline],
+) -> None:
+    _, blocks, final = await collect(make_pipeline().ask("liều zentorin cho bà bầu là bao nhiêu?"))
+    assert final.decision.kind == DecisionKind.ANSWERABLE and final.route == Route.SECTION
+    gap = [b for b in blocks if b.note and "phụ nữ có thai" in b.note]
+    assert gap and blocks.index(gap[0]) < min(i for i, b in enumerate(blocks) if b.claims)  # said first
+    shown = [b.section_key for b in blocks if b.claims]
+    assert shown[0] == "lieu_luong_va_cach_dung" and "thoi_ky_mang_thai" in shown
+    # a dose named, none asked: the pregnancy section is the answer
+    _, named, _ = await collect(make_pipeline().ask("bà bầu uống 1 liều zentorin được không"))
+    assert next(b.section_key for b in named if b.claims) == "thoi_ky_mang_thai"
