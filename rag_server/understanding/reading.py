@@ -133,7 +133,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     )
     reading = _turn(base, toks, masked, mentions, patient.current_mentions, language, catalog)
     reading = _with_medications(reading, catalog, language)
-    return follow(reading, prior, language)
+    return _present_section(follow(reading, prior, language), catalog, unnamed, language)
 
 
 # ------------------------------------------------------------------------------------------ turn type
@@ -520,6 +520,30 @@ def _name_identity(
         return section
     at, pat = cue[0]
     return PhraseMatch(roles.brands, pat.text, at, False, len(pat))
+
+
+def _present_section(
+    reading: Reading, catalog: Catalog | None, unnamed: Sequence[Tok], language: Language
+) -> Reading:
+    """A question cueing two sections, the winner of which the drug's monograph does not have ("túi truyền
+    pha với glucose 5% từ thứ Hai, tới thứ Sáu còn treo được không" for a drug without an incompatibility
+    section): the other cue, of a section the drug has, is what it asks. One cue only stays as it is (the
+    section asked is not in the book: SECTION_NOT_FOUND)."""
+    frame = reading.frame
+    if reading.reason or frame.section_cue is None or frame.carried.section_key or catalog is None:
+        return reading
+    if len(frame.drug_ids) != 1:
+        return reading
+    info = catalog.drugs.get(frame.drug_ids[0])
+    if info is None or frame.section_key in info.section_keys:
+        return reading
+    sections = language.vocabulary.sections
+    present = [c for c in language.vocabulary.cues(unnamed) if c.section_key in info.section_keys]
+    if not present:
+        return reading
+    best = max(present, key=lambda c: (sections[c.section_key].specificity, c.length, -c.position))
+    cue = _cue(best, unnamed)
+    return Reading(frame.but(section_key=best.section_key, section_cue=cue), reading.reason, reading.detail)
 
 
 def _population_dose(

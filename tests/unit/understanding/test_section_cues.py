@@ -156,3 +156,13 @@ def test_a_dosing_cue_right_after_an_effect_says_how_often_it_comes(catalog: Cat
     frame = understand(catalog, "uong zentorin bi di ngoai phan long may lan mot ngay").frame
     assert frame.section_key == "" and frame.effect is not None
     assert understand(catalog, "zentorin uống mấy lần một ngày").frame.section_key == DOSAGE
+
+
+def test_a_second_cue_of_a_section_the_drug_has_is_read_when_the_first_is_not_in_its_monograph(
+    catalog: Catalog,
+) -> None:
+    # zentorin's monograph has no incompatibility section; its storage section answers how long it keeps
+    question = "zentorin pha với glucose 5% từ thứ Hai, tới thứ Sáu còn treo được không"
+    assert understand(catalog, question).frame.section_key == "do_on_dinh_va_bao_quan"
+    # one cue only: the section asked is the one the book does not have (answered SECTION_NOT_FOUND)
+    assert understand(catalog, "tương kỵ của zentorin").frame.section_key == "tuong_ky"

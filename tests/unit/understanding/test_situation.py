@@ -104,6 +104,7 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "mẹ đang cho bé 3 tháng bú, lên cơn đau nửa đầu, uống 1 viên zentorin có sao không",  # her own dose
         "con uong calvimex bi so mui, ngat mui lien tuc, co lien quan thuoc khong",  # "ngạt mũi", no fainting
         "mẹ muốn con hết đau bụng, cho con uống calvimex bao nhiêu ml",  # relief wished, no harm
+        "lỡ uống zentorin 3 ngày rồi mới biết có thai 5 tuần, có hại gì bé không",  # taken as prescribed
     ],
 )
 def test_ordinary_questions_are_no_situation(question: str) -> None:
