@@ -508,13 +508,18 @@ def _name_identity(
     roles = language.vocabulary.roles
     if not mentions:
         return section
-    cue = find_any(toks, language.rules.name_identity)
-    if not cue:
-        return section
     texts = {m.text.lower() for m in mentions}
     drugs = {d for m in mentions for d in m.drug_ids}
+    two_names = len(texts) > 1 and len(drugs) == 1
+    # "Stadovas 5 có phải amlodipin không": two names of one drug asked to be the same (never with a name
+    # the book does not have: "uống X mà đang dùng digoxin có phải kiểm tra kali không")
+    cue = find_any(toks, language.rules.name_identity) or (
+        find_any(toks, language.rules.same_name) if two_names else []
+    )
+    if not cue:
+        return section
     unknown = drug_like_words([t for t in masked if t.raw != _DRUG], language.known_words)
-    if not unknown and not (len(texts) > 1 and len(drugs) == 1):
+    if not unknown and not two_names:
         return section
     if section is not None and not section.weak and section.section_key != roles.drug_class:
         return section

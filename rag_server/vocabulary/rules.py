@@ -149,6 +149,7 @@ class Rules:
     # "Hiconcil, vậy là amoxicilin hả": one name asked to be another (the brand names section)
     name_identity: Phrases = field(default_factory=Phrases)
     dose_asked: Phrases = field(default_factory=Phrases)
+    same_name: Phrases = field(default_factory=Phrases)
     question_fillers: Phrases = field(default_factory=Phrases)  # never an asked term
     groups: tuple[GroupWords, ...] = ()
     bounds: BoundWords | None = None
@@ -300,6 +301,7 @@ def _parse(data: dict[str, Any]) -> Rules:
         effect_after=_phrases(data.get("question", {}).get("effect_after")),
         name_identity=_phrases(data.get("question", {}).get("name_identity")),
         dose_asked=_phrases(data.get("question", {}).get("dose_asked")),
+        same_name=_phrases(data.get("question", {}).get("same_name")),
         question_fillers=_phrases(data.get("question", {}).get("fillers")),
         bounds=BoundWords(**{k: _phrases(v) for k, v in data["bounds"].items()}),
         groups=tuple(GroupWords(str(g["name"]), _phrases(g.get("anchors")), bool(g.get("bounds", False)))

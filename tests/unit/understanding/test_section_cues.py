@@ -166,3 +166,11 @@ def test_a_second_cue_of_a_section_the_drug_has_is_read_when_the_first_is_not_in
     assert understand(catalog, question).frame.section_key == "do_on_dinh_va_bao_quan"
     # one cue only: the section asked is the one the book does not have (answered SECTION_NOT_FOUND)
     assert understand(catalog, "tương kỵ của zentorin").frame.section_key == "tuong_ky"
+
+
+def test_two_names_of_one_drug_asked_to_be_the_same_ask_for_the_brands(catalog: Catalog) -> None:
+    # "Zentorix" is a brand of zentorin in the fictional formulary
+    assert understand(catalog, "Zentorix co phai zentorin ko").frame.section_key == "ten_thuong_mai"
+    # "có phải" between a drug and a medicine the book lacks asks no identity
+    frame = understand(catalog, "dang uong zentorin ma dung them digoxin thi co phai kiem tra kali ko").frame
+    assert frame.section_key != "ten_thuong_mai"
