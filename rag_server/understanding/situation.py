@@ -41,9 +41,13 @@ def recognise(
     question states a child's age ("2 tuổi", "18 months old"), which counts as the part `child`;
     `drug_starts`: character offsets where a drug name begins (a number before one is an amount)."""
     ws = words(toks)
-    if _english(ws, vocabulary.english):
+    english = _english(ws, vocabulary.english)
+    if english:
         ws = [t._replace(loose=False) for t in ws]
     found = _parts(ws, vocabulary, frozenset(drug_starts))
+    if english:  # "can lumiprazol be taken": "be" is no "bé"
+        bare = vocabulary.vietnamese_only
+        found = {k: p for k, p in found.items() if text[p.start : p.end].lower() not in bare}
     if child_age and "child" not in found:
         found["child"] = SituationPart("child", "", 0, 0)
     present = set(found)

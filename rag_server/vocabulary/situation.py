@@ -43,6 +43,7 @@ class SituationVocabulary:
     many_from: int
     english: frozenset[str]  # words that make an ASCII question English
     rules: tuple[SituationRule, ...]
+    vietnamese_only: frozenset[str] = frozenset()  # bare Vietnamese words that are English in English
 
 
 def _phrases(values: Any, where: str) -> Phrases:
@@ -87,10 +88,12 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
         if unknown - known:
             raise ValueError(f"situation.toml: unknown part(s) {sorted(unknown - known)} in {rule.kind}")
         rules.append(rule)
-    english = frozenset(str(w).lower() for w in data.get("language", {}).get("english", []))
+    language = data.get("language", {})
+    english = frozenset(str(w).lower() for w in language.get("english", []))
+    vietnamese_only = frozenset(str(w).lower() for w in language.get("vietnamese_only", []))
     return SituationVocabulary(
         parts, combos, units, pack_units, _valued(data.get("numbers")), _valued(data.get("multipliers")),
-        int(data.get("many_from", 3)), english, tuple(rules),
+        int(data.get("many_from", 3)), english, tuple(rules), vietnamese_only,
     )
 
 
