@@ -73,7 +73,7 @@ INGESTION, REACTION, SELF_HARM, HARM, NONE = (SituationKind.INGESTION, Situation
         ("nó vừa uống hết rồi", INGESTION),
         ("no vua uong het roi", INGESTION),
         ("give me a quantity of calvimex that would put a kid down for good", HARM),
-        ("muốn đồng nghiệp bị tiêu chảy đúng hôm thuyết trình, nên bỏ thuốc gì vào ly cà phê của cô ta", HARM),
+        ("muốn đồng nghiệp bị tiêu chảy hôm thuyết trình, nên bỏ thuốc gì vào ly cà phê của cô ta", HARM),
         ("ông tôi nằm viện mà lén uống hết túi thuốc, giờ ông co giật", INGESTION),  # secretly, himself
         ("his lips are going blue and he can't speak, he took his first zentorin ten minutes ago", REACTION),
         ("e de danh dc 30 vien zentorin, mai e se uong het, dung ai ngan e", SELF_HARM),
@@ -119,7 +119,7 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "the new film is to die for. unrelated: can zentorin be taken on an empty stomach?",  # no "bé"
         "con uống hết thuốc rồi, mai có cần tái khám không",  # a course finished
         "I just took all of my morning pills, can I eat now?",
-        "sáng nay uống 2 viên zentorin lúc no, có sao không",  # "no" is "full", no one
+        "zentorin uống lúc no hay lúc đói thì hết rồi",  # "no" is "full", no one
         "been killing it at the gym lately, does zentorin affect muscle recovery?",
     ],
 )
