@@ -16,7 +16,7 @@ from rag_server.retrieval import effect, freeform, indication, overview, patient
 from rag_server.retrieval.corpus import Corpus, Providers
 from rag_server.retrieval.results import RetrievalResult, Route
 from rag_server.retrieval.timing import Timings
-from rag_server.understanding.frame import QueryFrame, Reading, TurnType
+from rag_server.understanding.frame import QueryFrame, Reading, SituationKind, TurnType
 
 RouteFn = Callable[[QueryFrame, Corpus, Providers, Timings], RetrievalResult]
 
@@ -88,6 +88,14 @@ def retrieve(
     """The evidence of a reading, by the route its turn type names, with its decision."""
     timings = timings if timings is not None else Timings()
     frame = reading.frame
+    situation = frame.situation
+    if situation.kind is SituationKind.HARM:  # refused, whatever else it asks (as Ask refuses it)
+        return RetrievalResult(make_decision(Reason.HARMFUL_REQUEST), timings=timings, frame=frame)
+    if situation.emergency:  # seek care now, with the named drug's overdose section (as Ask answers it)
+        result = _emergency(frame, corpus) if corpus.loaded else RetrievalResult(
+            make_decision(Reason.EMERGENCY, detail=situation.describe()))
+        result.timings, result.frame = timings, frame
+        return result
     if not corpus.loaded:
         return RetrievalResult(make_decision(Reason.CORPUS_NOT_LOADED), timings=timings, frame=frame)
     if reading.reason:
@@ -103,3 +111,13 @@ def retrieve(
     result.timings = timings
     result.frame = frame
     return result
+
+
+def _emergency(frame: QueryFrame, corpus: Corpus) -> RetrievalResult:
+    """EMERGENCY (its detail naming the parts seen) with the overdose section of each named drug the book
+    has, read whole: the same evidence Ask attaches to its call-115 message."""
+    key = corpus.language.vocabulary.roles.overdose
+    known = [d for d in frame.drug_ids if corpus.catalog is not None and d in corpus.catalog.drugs]
+    hits = [h for d in known for h in section.whole_section(corpus, d, key).hits]
+    decision = make_decision(Reason.EMERGENCY, detail=frame.situation.describe())
+    return RetrievalResult(decision, evidence=hits, route=Route.SECTION if hits else Route.NONE)
