@@ -1,7 +1,8 @@
 """Scoring of evaluation outcomes: pure functions, no I/O.
 
 * section questions: hit@1 = the top evidence is the gold (drug_id, section_key) and the decision
-  lets it be used (ANSWERABLE or VERIFY_PDF); overall, per section key and per style tag.
+  lets it be shown (ANSWERABLE or VERIFY_PDF, or EMERGENCY: its overdose section is shown with the call-115
+  message); overall, per section key and per style tag.
 * indication questions: recall@k of gold_drug_ids among the first k candidates (mean over questions).
 * nonsense indications: rejection rate (no candidate at all).
 * abstain questions: the decision is not ANSWERABLE and its kind or reason is one of expect_decision
@@ -24,6 +25,7 @@ from rag_server.evaluation.dataset import Question
 from rag_server.text.normalize import fold
 
 USABLE_KINDS = frozenset({"ANSWERABLE", "VERIFY_PDF"})
+EMERGENCY = "EMERGENCY"  # a decision reason: its evidence (the overdose section) is shown with it
 INDICATION_K = 8
 
 
@@ -92,10 +94,14 @@ class Rate:
 
 
 def section_hit(outcome: Outcome) -> bool:
+    """The top evidence is the gold section and the caller may show it: an ANSWERABLE or VERIFY_PDF decision,
+    or an EMERGENCY whose evidence is the gold section (the overdose section shown with the call-115 message
+    to "tre nuot nham ca nua vi X thi bi gi, xu tri sao")."""
     q = outcome.question
+    shown = outcome.decision_kind in USABLE_KINDS or outcome.decision_reason == EMERGENCY
     return (
         not outcome.error
-        and outcome.decision_kind in USABLE_KINDS
+        and shown
         and outcome.got_drug_id == q.gold_drug_id
         and outcome.got_section_key == q.gold_section_key
     )

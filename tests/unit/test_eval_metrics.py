@@ -30,6 +30,11 @@ def test_section_hit_needs_drug_section_and_a_usable_decision() -> None:
     # the right evidence attached to an abstention is not an answer
     assert not section_hit(Outcome(q, "zorvatin", "chong_chi_dinh", decision_kind="ABSTAIN"))
     assert not section_hit(Outcome(q, error="UNAVAILABLE: down"))
+    # an emergency shows the overdose section with its call-115 message: that section is shown
+    overdose = sec("s2", "zorvatin", "qua_lieu_va_xu_tri")
+    emergency = {"decision_kind": "ABSTAIN", "decision_reason": "EMERGENCY"}
+    assert section_hit(Outcome(overdose, "zorvatin", "qua_lieu_va_xu_tri", **emergency))
+    assert not section_hit(Outcome(q, "zorvatin", "qua_lieu_va_xu_tri", **emergency))  # not the section asked
 
 
 def test_recall_at_k_counts_only_the_first_k() -> None:
