@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +61,19 @@ def _generation(client: FormularyClient) -> str:
     return str(client.get_corpus().manifest.generation)
 
 
+def _switched_to(client: FormularyClient, old: str, timeout: float = 15.0) -> str:
+    """The generation a switch made, once every serving process follows it: with `serve --workers N` a
+    follower takes the owner's switch a moment later, so GetCorpus may still answer the old one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = {_generation(client) for _ in range(8)}  # several calls reach every worker
+        if len(seen) == 1 and old not in seen:
+            return seen.pop()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the serving processes did not settle on the new generation: {seen}")
+        time.sleep(0.2)
+
+
 def test_malformed_pdfs_never_end_internal_and_never_touch_the_corpus(rag_server_process: Any) -> None:
     server = rag_server_process()
     sample = render_sample().pdf
@@ -76,7 +90,7 @@ def test_malformed_pdfs_never_end_internal_and_never_touch_the_corpus(rag_server
                 summary = events[-1].summary
                 codes["OK"] += 1
                 if summary.switched:  # a mutation the parser took in full: a legitimate new corpus
-                    serving = _generation(client)
+                    serving = _switched_to(client, serving)
             except RagError as err:
                 codes[err.code.name] += 1
                 assert err.code not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), (
