@@ -32,7 +32,7 @@ from rag_server.retrieval.results import (
     Route,
 )
 from rag_server.retrieval.routes import retrieve
-from rag_server.retrieval.section import whole_section
+from rag_server.retrieval.section import overdose_hits, whole_section
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter
 from rag_server.text.match import find_any, tokenize
@@ -420,13 +420,9 @@ def urgent(frame: QueryFrame, corpus: Corpus) -> tuple[Decision, tuple[EvidenceB
     """The overdose section of each drug of an emergency (its evidence), None when none has one."""
     from rag_server.retrieval.decide import decide
 
-    key = corpus.language.vocabulary.roles.overdose
-    hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = []
-    for drug_id in frame.drug_ids:
-        if corpus.catalog is None or drug_id not in corpus.catalog.drugs:
-            continue
-        section = whole_section(corpus, drug_id, key)
-        hits += [(h, title_of(h.chunk), "", (), ()) for h in section.hits]
+    hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = [
+        (h, title_of(h.chunk), "", (), ()) for h in overdose_hits(corpus, frame.drug_ids)
+    ]
     if not hits:
         return None
     evidence = number(hits)

@@ -116,8 +116,6 @@ def retrieve(
 def _emergency(frame: QueryFrame, corpus: Corpus) -> RetrievalResult:
     """EMERGENCY (its detail naming the parts seen) with the overdose section of each named drug the book
     has, read whole: the same evidence Ask attaches to its call-115 message."""
-    key = corpus.language.vocabulary.roles.overdose
-    known = [d for d in frame.drug_ids if corpus.catalog is not None and d in corpus.catalog.drugs]
-    hits = [h for d in known for h in section.whole_section(corpus, d, key).hits]
+    hits = section.overdose_hits(corpus, frame.drug_ids)
     decision = make_decision(Reason.EMERGENCY, detail=frame.situation.describe())
     return RetrievalResult(decision, evidence=hits, route=Route.SECTION if hits else Route.NONE)

@@ -67,6 +67,14 @@ def whole_section(corpus: Corpus, drug_id: str, section_key: str) -> WholeSectio
     return found
 
 
+def overdose_hits(corpus: Corpus, drug_ids: Sequence[str]) -> list[Hit]:
+    """The overdose section, whole, of each drug the book has: the evidence of an emergency (Retrieve and
+    Ask alike)."""
+    key = corpus.language.vocabulary.roles.overdose
+    known = [d for d in drug_ids if corpus.catalog is not None and d in corpus.catalog.drugs]
+    return [h for d in known for h in whole_section(corpus, d, key).hits]
+
+
 def _look_up(corpus: Corpus, drug_id: str, section_key: str) -> WholeSection:
     hits = tuple(section_hits(corpus.store, drug_id, section_key))
     if not hits:

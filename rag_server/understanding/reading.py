@@ -79,7 +79,8 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         return Reading(
             QueryFrame(TurnType.OUT_OF_SCOPE, query=query, situation=situation), Reason.OUT_OF_SCOPE
         )
-    section = language.vocabulary.resolve_section([t for t in spoken if t.raw != _DRUG])
+    unnamed = [t for t in spoken if t.raw != _DRUG]  # the words section cues are read on
+    section = language.vocabulary.resolve_section(unnamed)
     if any(m.stage == MatchStage.PREFIX for m in mentions) and not (
         section is not None
         or _bare_name(masked, rules)
@@ -92,7 +93,6 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         masked = _masked(toks, mentions)
         patient = extract_patient(toks, mentions, rules, language.medicine_words)
     facts = patient.facts
-    unnamed = [t for t in spoken if t.raw != _DRUG]
     section = _yield_to_condition(section, unnamed, toks, patient.fact_spans, language)
     if section is not None and section.weak and ((not mentions and not prior.drug_ids) or not facts.empty):
         # a weak cue ("hằng ngày") neither asks for a drug nor outweighs patient facts; in a conversation
@@ -100,8 +100,8 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         section = None
     section = _population_dose(section, unnamed, language)
     section = _with_second_medicine(section, toks, mentions, language)
-    section = _name_identity(section, [t for t in spoken if t.raw != _DRUG], masked, mentions, language)
-    cue = _cue(section, [t for t in spoken if t.raw != _DRUG])
+    section = _name_identity(section, unnamed, masked, mentions, language)
+    cue = _cue(section, unnamed)
     terms = _terms(query, toks, mentions, cue, language)
     drug_at = min((m.start for m in mentions), default=None)
     roles = language.vocabulary.roles
@@ -298,6 +298,15 @@ def _after_connector(
     return True
 
 
+def _presented_as_medicine(toks: Sequence[Tok], names: Sequence[str], rules: Rules) -> bool:
+    """Some of `names` comes right after a word that presents it as a medicine ("bác sĩ cho clarithromycin",
+    "uống thêm X", rules.toml names_a_medicine)."""
+    medicine_words = union(
+        rules.names_a_medicine, rules.medicine_use, rules.second_medicine, rules.current_medication_triggers
+    )
+    return any(_after_connector(toks, [n], rules, medicine_words) for n in names)
+
+
 def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
     rules = language.rules
     frame = reading.frame
@@ -349,14 +358,11 @@ def _carried(reading: Reading, prior: Prior, language: Language) -> Reading:
     )
     # "trưa cabin nóng hầm hập, có nên để hộp thuốc trên xe không": a word the book does not know, not
     # presented as a medicine, in a section question about the conversation's drug
-    medicine_words = union(
-        rules.names_a_medicine, rules.medicine_use, rules.second_medicine, rules.current_medication_triggers
-    )
     stray_word = (
         reading.reason == Reason.DRUG_NOT_FOUND
         and not frame.drug_ids
         and bool(frame.section_key)
-        and not any(_after_connector(toks, [n], rules, medicine_words) for n in reading.detail.split(", "))
+        and not _presented_as_medicine(toks, reading.detail.split(", "), rules)
     )
     if (
         needs_drug
