@@ -325,7 +325,8 @@ def facet_hits(
             if facet.facet is Facet.DOSAGE_CONTEXT:
                 texts = [s.text for h in facet.evidence for s in segments(h.chunk.text)]
                 note = _outside(
-                    frame, _about_children(texts, language), language, facet_title, candidate.drug_name
+                    frame, _about_bounded_groups(frame, texts, language), language, facet_title,
+                    candidate.drug_name,
                 )
                 if note:
                     lead.append(Block(title, drug_id=candidate.drug_id, note=note))
@@ -396,9 +397,14 @@ def _section_facts(
     return gathered
 
 
-def _about_children(texts: Sequence[str], language: Language) -> list[str]:
-    words = next((g for g in language.rules.groups if g.name == Group.CHILD.value), None)
-    return [t for t in texts if words is not None and find_any(tokenize(t), words.anchors)]
+def _about_bounded_groups(frame: QueryFrame, texts: Sequence[str], language: Language) -> list[str]:
+    """The sentences about the patient's own groups whose lines bound a dose by age or weight (a child, an
+    infant: rules.toml [[group]] bounds): only they say whether the book doses this patient. An adult is
+    never held against the bounds of a children's line ("Trẻ em dưới 12 tuổi" says nothing of 75 years)."""
+    bounded = [
+        g for g in language.rules.groups if g.bounds and g.name in {p.value for p in frame.patient.groups}
+    ]
+    return [t for t in texts if any(find_any(tokenize(t), g.anchors) for g in bounded)]
 
 
 def _not_found(

@@ -168,3 +168,32 @@ async def test_a_dose_asked_for_a_pregnant_patient_says_the_gap_then_shows_her_o
     # a dose named, none asked: the pregnancy section is the answer
     _, named, _ = await collect(make_pipeline().ask("bà bầu uống 1 liều zentorin được không"))
     assert next(b.section_key for b in named if b.claims) == "thoi_ky_mang_thai"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "bệnh nhân 75 tuổi suy thận dùng zentorin được không",  # patient route: dosage facet
+        "liều zentorin cho bệnh nhân 75 tuổi",  # section route: dosage section
+        "bệnh nhân nặng 60 kg, liều zentorin thế nào",
+    ],
+)
+async def test_an_adult_is_never_held_against_the_bounds_of_a_childs_line(
+    make_pipeline: Callable[..., AskPipeline], question: str
+) -> None:
+    """Zentorin's dosing says "Trẻ em dưới 12 tuổi: không dùng": a bound of the children's line. A 75-year-old
+    (or a 60 kg adult) is not a child: no notice says they lie outside it and that the book gives no dose."""
+    _, blocks, final = await collect(make_pipeline().ask(question))
+    assert final.decision.usable, final
+    notes = " ".join(b.note for b in blocks if b.note)
+    assert "dưới 12 tuổi" not in notes and "nằm ngoài" not in notes, notes
+
+
+async def test_a_child_outside_the_childrens_bounds_is_told_so_first(
+    make_pipeline: Callable[..., AskPipeline],
+) -> None:
+    """The other side: a 14-year-old is a child, outside "Trẻ em dưới 12 tuổi" (the only children's line)."""
+    _, blocks, _ = await collect(make_pipeline().ask("liều zentorin cho bé 14 tuổi"))
+    outside = [b for b in blocks if b.note and "nằm ngoài" in b.note]
+    assert outside and "dưới 12 tuổi" in outside[0].note, blocks
+    assert blocks.index(outside[0]) < min(i for i, b in enumerate(blocks) if b.claims)
