@@ -120,8 +120,9 @@ def _with_text(part: SituationPart, text: str) -> SituationPart:
 def _parts(
     ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
 ) -> dict[str, SituationPart]:
-    """part name -> its first occurrence."""
+    """part name -> its first occurrence (the words of an inert phrase are no part's)."""
     found: dict[str, SituationPart] = {}
+    ws = _without_inert(ws, vocabulary.inert)
     strict = [t._replace(loose=False) for t in ws]
     firsts = _index(vocabulary).first(ws, strict)
     for name in vocabulary.parts:
@@ -140,6 +141,18 @@ def _parts(
         if count >= vocabulary.many_from or pack:
             found.setdefault(MANY, SituationPart(MANY, "", part.start, part.end))
     return found
+
+
+def _without_inert(ws: Sequence[Tok], inert: Phrases) -> Sequence[Tok]:
+    """The words with those of each inert phrase blanked (kept in place, so offsets and gaps stay)."""
+    spans = inert.matches(ws) if inert else []
+    if not spans:
+        return ws
+    out = list(ws)
+    for i, pat in spans:
+        for k in range(i, i + len(pat)):
+            out[k] = out[k]._replace(raw="\x00", folded="\x00")
+    return out
 
 
 def _combo(ws: Sequence[Tok], first: Phrases, then: Phrases, max_gap: int) -> tuple[int, int] | None:
@@ -184,10 +197,11 @@ def _amounts(
             )
             continue
         count, width = _number_at(ws, i, vocabulary)
-        if not width:
+        if not width or _labelled(ws, i, vocabulary.number_labels):
             continue
         j = i + width
-        if j < len(ws) and ws[j].start in drug_starts:
+        if j < len(ws) and ws[j].start in drug_starts and ws[j].start - ws[j - 1].end <= 1:
+            # "2 acarbose", in one clause: "tiểu đường type 2, acarbose" counts nothing
             yield SituationPart(AMOUNT, "", tok.start, ws[j].end), count, False
             continue
         for unit in vocabulary.units.by_first.get(ws[j].folded, ()) if j < len(ws) else ():
@@ -195,6 +209,11 @@ def _amounts(
                 pack = any(match_at(ws, j, p) for p in vocabulary.pack_units.by_first.get(ws[j].folded, ()))
                 yield SituationPart(AMOUNT, "", tok.start, ws[j + len(unit) - 1].end), count, pack
                 break
+
+
+def _labelled(ws: Sequence[Tok], i: int, labels: Phrases) -> bool:
+    """The number at word i follows a label ("type 2", "độ 3", "giai đoạn 2"): it names a kind, no count."""
+    return any(len(p) <= i and match_at(ws, i - len(p), p) for p in labels)
 
 
 def _is_unit(folded: str, units: Phrases) -> bool:

@@ -4,7 +4,7 @@ situation (understanding/situation.py composes them by one rule)."""
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -44,6 +44,10 @@ class SituationVocabulary:
     english: frozenset[str]  # words that make an ASCII question English
     rules: tuple[SituationRule, ...]
     vietnamese_only: frozenset[str] = frozenset()  # bare Vietnamese words that are English in English
+    # a number after these names a kind, no count: "type 2", "độ 3"
+    number_labels: Phrases = field(default_factory=lambda: Phrases(()))
+    # phrases whose words are no part: "chút xíu" (a little) is no "xỉu"
+    inert: Phrases = field(default_factory=lambda: Phrases(()))
 
 
 def _phrases(values: Any, where: str) -> Phrases:
@@ -94,6 +98,7 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
     return SituationVocabulary(
         parts, combos, units, pack_units, _valued(data.get("numbers")), _valued(data.get("multipliers")),
         int(data.get("many_from", 3)), english, tuple(rules), vietnamese_only,
+        _phrases(data.get("number_labels", []), "number_labels"), _phrases(data.get("inert", []), "inert"),
     )
 
 
