@@ -103,8 +103,9 @@ def tokenize(text: str, accents: AccentRule = AccentRule.TEXT) -> list[Tok]:
 
 
 def word_accents(toks: Sequence[Tok]) -> list[Tok]:
-    """The tokens read word by word for accents (AccentRule.WORD), from tokens read either way."""
-    return [t._replace(loose=t.raw == t.folded and not t.is_punct) for t in toks]
+    """The tokens read word by word for accents (AccentRule.WORD), from tokens read either way (a word an
+    abbreviation stands for, `expand`, stays loose: it was not typed with its diacritics)."""
+    return [t._replace(loose=t.loose or (t.raw == t.folded and not t.is_punct)) for t in toks]
 
 
 def expand(

@@ -25,7 +25,17 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from rag_server.text.match import AccentRule, Phrase, Phrases, Tok, find_any, folded_words, phrase, tokenize
+from rag_server.text.match import (
+    AccentRule,
+    Phrase,
+    Phrases,
+    Tok,
+    claim,
+    folded_words,
+    phrase,
+    tokenize,
+    typed_single,
+)
 
 
 @dataclass(frozen=True)
@@ -181,8 +191,14 @@ class _Cues:
     rank: dict[Phrase, int]  # longest-first order
 
     def find(self, toks: Sequence[Tok]) -> list[tuple[int, Phrase]]:
-        """Non-overlapping (token position, phrase) matches in text order, claimed longest phrase first."""
-        return find_any(toks, self.patterns, rank=lambda p: (self.rank[p],))
+        """Non-overlapping (token position, phrase) matches in text order, claimed longest phrase first. In a
+        question typed with diacritics, a word typed without them is that word: it matches no one-word
+        accented cue ("sáng với tối uống bằng nhau" says no "nhậu"); a question typed entirely without
+        diacritics matches every cue by its folding."""
+        hits = self.patterns.matches(toks)
+        if any(t.raw != t.folded and not t.loose for t in toks):  # as typed ("ko" read as "không" is not)
+            hits = typed_single(toks, hits)
+        return claim(hits, len(toks), rank=lambda p: (self.rank[p],))
 
 
 # OCR slips seen in the book: "qui" for "quy", "Ouá" for "Quá".

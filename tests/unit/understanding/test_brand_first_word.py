@@ -125,3 +125,17 @@ def test_brand_first_word_rules(brand: str, word: str | None) -> None:
     rules = load_rules()
     got = brand_first_word(brand, rules.generic_name_words)
     assert (got[0] if got else None) == word
+
+
+def test_an_everyday_english_word_is_no_brands_first_letters() -> None:
+    """"a mild rash": "mild" begins the brand "Mildovex", but it is an English word, no drug's prefix; the
+    brand's own first letters still name it."""
+    chunks = [
+        _chunk("amlovex", "AMLOVEX", "ten_thuong_mai", "Mildovex 5; Amlo Plus."),
+        _chunk("amlovex", "AMLOVEX", "chong_chi_dinh", PROSE),
+        _chunk("zelvarin", "ZELVARIN", "ten_thuong_mai", "Tyrovel 8 Hour."),
+        _chunk("zelvarin", "ZELVARIN", "chong_chi_dinh", PROSE),
+    ]
+    catalog = build_catalog(chunks, load_language())
+    assert found(catalog, "after a mild zelvarin rash, can it be restarted at a low dose?") == [("zelvarin",)]
+    assert found(catalog, "mildov dose for adults") == [("amlovex",)]

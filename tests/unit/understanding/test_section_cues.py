@@ -174,3 +174,26 @@ def test_two_names_of_one_drug_asked_to_be_the_same_ask_for_the_brands(catalog: 
     # "có phải" between a drug and a medicine the book lacks asks no identity
     frame = understand(catalog, "dang uong zentorin ma dung them digoxin thi co phai kiem tra kali ko").frame
     assert frame.section_key != "ten_thuong_mai"
+
+
+@pytest.mark.parametrize(
+    ("question", "section"),
+    [
+        # typed with diacritics, "nhau" (each other) is that word, no "nhậu" (drinking)
+        ("bé nặng 25 kg, bẻ đôi viên zentorin, sáng với tối uống bằng nhau hay khác nhau", DOSAGE),
+        # "viên nang" (a capsule) is no "nắng" (sunshine), "cần chỗ mát" is
+        ("tủ nhà mình khoảng 24 độ, nghe nói viên nang zentorin cần chỗ mát hơn, có đúng không",
+         "do_on_dinh_va_bao_quan"),
+    ],
+)
+def test_a_word_typed_without_diacritics_in_an_accented_question_is_that_word(
+    catalog: Catalog, question: str, section: str
+) -> None:
+    assert understand(catalog, question).frame.section_key == section
+
+
+def test_a_question_typed_without_any_diacritics_still_matches_by_folding(catalog: Catalog) -> None:
+    # all folded: "lieu" is "liều"; a chat abbreviation read as words ("bn" -> "bệnh nhân") is not typed
+    # with diacritics, so the question stays one typed without them
+    assert understand(catalog, "bn glocom, zentorin tiem TM lieu dau bao nhieu").frame.section_key == DOSAGE
+    assert load_vocabulary().resolve_section("uong zentorin xong di nhau duoc ko") is not None
