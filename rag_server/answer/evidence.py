@@ -182,10 +182,10 @@ def _not_listed(frame: QueryFrame, read: Sequence[tuple[str, str]], corpus: Corp
     name = corpus.catalog.display_name(drug_id) if corpus.catalog is not None else drug_id
     titles = ", ".join(f"«{language.vocabulary.title(k)}»" for d, k in read if d == drug_id)
     effect = frame.effect.display
-    # an effect typed in English (or in other words) is also named as the book writes it: "lose hair
-    # (rụng tóc, hói)", so the reader knows which words were looked for
+    # an effect is also named in the book's other words for it: "lose hair (rụng tóc, hói)", "tim đập nhanh
+    # (nhịp tim nhanh, đánh trống ngực)", so the reader knows which words were looked for
     book = [f for f in frame.effect.forms if not f.isascii() and fold(f) != fold(effect)][:MAX_NAMED_FORMS]
-    named = f"{effect} ({', '.join(book)})" if book and effect.isascii() else effect
+    named = f"{effect} ({', '.join(book)})" if book else effect
     note = language.strings.notice("effect_not_listed", effect=named, sections=titles, drug=name)
     return Block(f"{name}: {effect}", drug_id=drug_id, note=note)
 

@@ -112,7 +112,11 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
         cue is not None
         and effect is not None
         and cue.section_key in roles.yields_to_effect
-        and (find_any(toks, rules.effect_cues) or _how_often(cue, effect, roles.dosage))
+        and (
+            find_any(toks, rules.effect_cues)
+            or find_any(toks, rules.effect_after)  # "… after each dose. Is nausea listed?"
+            or _how_often(cue, effect, roles.dosage, toks)
+        )
     ):
         # "liều cao có gây co giật không" asks about the seizures ("bị đào thải qua" about none)
         cue = None
@@ -572,10 +576,17 @@ def _population_dose(
                 section)
 
 
-def _how_often(cue: SectionCue, effect: AskedTerm, dosage: str) -> bool:
-    """A dosing cue right after a known effect says how often the effect comes ("bị đi ngoài phân lỏng mấy
-    lần một ngày"), not what is asked."""
-    return effect.known and cue.section_key == dosage and 0 <= cue.start - effect.end <= 1
+def _how_often(cue: SectionCue, effect: AskedTerm, dosage: str, toks: Sequence[Tok]) -> bool:
+    """A dosing cue right after a known effect, or right after a word of it said again, says how often the
+    effect comes ("bị đi ngoài phân lỏng mấy lần một ngày", "có làm đi tiểu nhiều, đêm phải dậy đi tiểu mấy
+    lần không"), not what is asked."""
+    if not effect.known or cue.section_key != dosage:
+        return False
+    if 0 <= cue.start - effect.end <= 1:
+        return True
+    before = [t for t in toks if t.end <= cue.start and not t.is_punct][-1:]
+    said = {t.folded for t in tokenize(effect.text)}
+    return bool(before) and before[0].start >= effect.end and before[0].folded in said
 
 
 def _yield_to_condition(

@@ -191,3 +191,29 @@ def test_a_name_asked_to_be_another_asks_for_the_brand_names(catalog: Catalog) -
     assert klass.section_key == brands  # the class cue yields: one name asked to be another
     alone = frame("zentorin vậy là uống sau ăn hả", catalog)
     assert alone.section_key != brands  # no second name: no identity asked
+
+
+@pytest.mark.parametrize(
+    ("query", "effect"),
+    [
+        # read from answers_dev4: English "does X cause Y" asked the way people write
+        ("Since starting zentorin I lie awake at night. Is insomnia one of its side effects?", "insomnia"),
+        ("Zentorin leaves me queasy for an hour after each dose. Is nausea listed?", "nausea"),
+        ("Started zentorin last week, now a sore throat - is that on the side-effect list?", "sore throat"),
+        ("Both my ankles puff up by evening since I started zentorin - known side effect?", "ankles puff up"),
+        ("Does zentorin make people nauseous?", "nauseous"),
+        # a dosing cue after a word of the effect said again counts how often it comes
+        ("Uống zentorin có làm đi tiểu nhiều, đêm phải dậy đi tiểu mấy lần không?", "đi tiểu nhiều"),
+    ],
+)
+def test_an_effect_asked_is_read_before_a_section_cue_beside_it(
+    catalog: Catalog, query: str, effect: str
+) -> None:
+    got = frame(query, catalog)
+    assert got.effect is not None and got.effect.text == effect, got.effect
+    assert got.section_key in ("", *ROLES.effect_sections)  # the effect route, never the dosing section
+
+
+def test_a_dose_asked_for_a_symptom_is_still_a_dosing_question(catalog: Catalog) -> None:
+    dosage = "lieu_luong_va_cach_dung"
+    assert frame("bị buồn nôn thì uống zentorin liều bao nhiêu", catalog).section_key == dosage
