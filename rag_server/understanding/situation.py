@@ -44,7 +44,7 @@ def recognise(
     english = _english(ws, vocabulary.english)
     if english:
         ws = [t._replace(loose=False) for t in ws]
-    found = _parts(ws, vocabulary, frozenset(drug_starts))
+    found = _parts(ws, vocabulary, frozenset(drug_starts), text)
     if english:  # "can lumiprazol be taken": "be" is no "bé"
         bare = vocabulary.vietnamese_only
         found = {k: p for k, p in found.items() if text[p.start : p.end].lower() not in bare}
@@ -118,7 +118,7 @@ def _with_text(part: SituationPart, text: str) -> SituationPart:
 
 
 def _parts(
-    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
+    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int], text: str = ""
 ) -> dict[str, SituationPart]:
     """part name -> its first occurrence (the words of an inert phrase are no part's)."""
     found: dict[str, SituationPart] = {}
@@ -134,7 +134,7 @@ def _parts(
             span = _combo(ws, combo.first, combo.then, combo.max_gap)
             if span is not None:
                 found[combo.part] = SituationPart(combo.part, "", *span)
-    amount = _amount(ws, vocabulary, drug_starts)
+    amount = _amount(ws, vocabulary, drug_starts, text)
     if amount is not None:
         part, count, pack = amount
         found.setdefault(AMOUNT, part)
@@ -170,13 +170,13 @@ def _combo(ws: Sequence[Tok], first: Phrases, then: Phrases, max_gap: int) -> tu
 
 
 def _amount(
-    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
+    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int], text: str = ""
 ) -> tuple[SituationPart, int, bool] | None:
     """The question's "<number> <unit>" (or "<number> <drug name>", or "30ml") with its count and whether its
     unit is a container (one "vỉ" is already many): the first that is many, else the first ("mỗi tiếng uống
     một lần, tính ra 14 viên" took 14 tablets)."""
     first: tuple[SituationPart, int, bool] | None = None
-    for found in _amounts(ws, vocabulary, drug_starts):
+    for found in _amounts(ws, vocabulary, drug_starts, text):
         if found[1] >= vocabulary.many_from or found[2]:
             return found
         first = first or found
@@ -184,11 +184,12 @@ def _amount(
 
 
 def _amounts(
-    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int]
+    ws: Sequence[Tok], vocabulary: SituationVocabulary, drug_starts: frozenset[int], text: str = ""
 ) -> Iterator[tuple[SituationPart, int, bool]]:
+    """Each "<number> <unit>" of the question; a rate ("40 ml/phút", "10 mg/kg") is no amount taken."""
     for i, tok in enumerate(ws):
         glued = _GLUED.match(tok.folded)
-        if glued and _is_unit(glued.group(2), vocabulary.units):
+        if glued and _is_unit(glued.group(2), vocabulary.units) and text[tok.end : tok.end + 1] != "/":
             count = min(int(glued.group(1)), MAX_COUNT)
             yield (
                 SituationPart(AMOUNT, "", tok.start, tok.end),
@@ -206,8 +207,11 @@ def _amounts(
             continue
         for unit in vocabulary.units.by_first.get(ws[j].folded, ()) if j < len(ws) else ():
             if match_at(ws, j, unit):
+                end = ws[j + len(unit) - 1].end
+                if text[end : end + 1] == "/":
+                    break  # a rate: "Clcr 40 ml/phút"
                 pack = any(match_at(ws, j, p) for p in vocabulary.pack_units.by_first.get(ws[j].folded, ()))
-                yield SituationPart(AMOUNT, "", tok.start, ws[j + len(unit) - 1].end), count, pack
+                yield SituationPart(AMOUNT, "", tok.start, end), count, pack
                 break
 
 

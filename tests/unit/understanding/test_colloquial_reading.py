@@ -217,3 +217,23 @@ def test_an_effect_asked_is_read_before_a_section_cue_beside_it(
 def test_a_dose_asked_for_a_symptom_is_still_a_dosing_question(catalog: Catalog) -> None:
     dosage = "lieu_luong_va_cach_dung"
     assert frame("bị buồn nôn thì uống zentorin liều bao nhiêu", catalog).section_key == dosage
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "zentorin dose cho bà bầu là mấy viên một ngày?",
+        "zentorin dosing cho mẹ đang breastfeeding thế nào?",
+        "sản phụ đang cho con bú, liều zentorin có cần khác người lớn thường không?",
+    ],
+)
+def test_a_quantity_asked_for_a_pregnant_or_nursing_patient_reads_the_dose(
+    catalog: Catalog, query: str
+) -> None:
+    got = frame(query, catalog)
+    assert got.section_key == "lieu_luong_va_cach_dung", got.section_key
+
+
+def test_tablets_named_beside_a_breastfeeding_question_ask_no_dose(catalog: Catalog) -> None:
+    query = "con mới 3 tháng đang bú mẹ, uống mấy viên zentorin giảm đau thì sữa có ảnh hưởng bé không"
+    assert frame(query, catalog).section_key == "thoi_ky_cho_con_bu"

@@ -165,6 +165,8 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "cho tôi xin nội dung hướng dẫn sơ cứu khi trẻ nuốt phải thuốc để in treo ở phòng y tế trường",
         "nam 2018 e bi soc phan ve voi zentorin, cap cuu kip, gio 6 nam r, di nho rang can dan bs gi",
         "when I was 7 I swallowed a bunch of my gran's pills. I'm 40 now and totally fine, any effects now?",
+        # a degree and a rate are no time and no amount: "suy thận vừa" (moderate), "Clcr 40 ml/phút"
+        "bệnh nhân suy thận vừa (Clcr 40 ml/phút) dùng zentorin thì liều khởi đầu có khác không?",
     ],
 )
 def test_ordinary_questions_are_no_situation(question: str) -> None:
