@@ -4,7 +4,8 @@ Retrieve's), numbered evidence blocks, the presentation plan, and the notices th
 Notices are never claims. Said FIRST, before the section they are about:
 * a group the question names (a child, an elderly or renal patient ...) that the cited section says nothing
   for ("the book's gaps said aloud"), naming the group;
-* a patient whose age or weight lies outside the bounds the section gives ("từ 6 tuổi" for a 4-year-old);
+* a patient whose age or weight lies outside the bounds the section gives ("từ 6 tuổi" for a 4-year-old),
+  else the dosing line for the patient's age group ("Người lớn" for 40 years: answer.age_lines);
 * "does X cause Y" when X's effect sections do not name Y ("không có nghĩa là không xảy ra").
 Said AFTER: each patient fact with nothing found ("không có nghĩa là an toàn"), and each table or 2-D
 formula that must be read on its page.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from rag_server.answer.age_lines import age_lines
 from rag_server.answer.bounds import AGE, WEIGHT, Bound, bounds_in, outside
 from rag_server.answer.model import Block, EvidenceBlock, Plan
 from rag_server.answer.segments import segments
@@ -207,6 +209,7 @@ def gap_notices(frame: QueryFrame, evidence: Sequence[EvidenceBlock], language: 
         texts = [
             s.text for b in blocks if b.chunk.chunk_kind is ChunkKind.PROSE for s in segments(b.chunk.text)
         ]
+        outside_said = False
         for group in groups:
             if own.get(group) == chunk.section_key:
                 continue
@@ -230,7 +233,12 @@ def gap_notices(frame: QueryFrame, evidence: Sequence[EvidenceBlock], language: 
             if words.bounds and chunk.section_key == roles.dosage:
                 note = _outside(frame, about, language, section_title, chunk.drug_name)
                 if note:
+                    outside_said = True
                     out.append(Block(title, section_key=chunk.section_key, drug_id=chunk.drug_id, note=note))
+        if chunk.section_key == roles.dosage and not outside_said:
+            note = age_lines(frame, texts, language, section_title, chunk.drug_name)
+            if note:
+                out.append(Block(title, section_key=chunk.section_key, drug_id=chunk.drug_id, note=note))
     return out
 
 
@@ -328,6 +336,7 @@ def facet_hits(
                     frame, _about_bounded_groups(frame, texts, language), language, facet_title,
                     candidate.drug_name,
                 )
+                note = note or age_lines(frame, texts, language, facet_title, candidate.drug_name)
                 if note:
                     lead.append(Block(title, drug_id=candidate.drug_id, note=note))
     return hits, lead, notices

@@ -197,3 +197,22 @@ async def test_a_child_outside_the_childrens_bounds_is_told_so_first(
     outside = [b for b in blocks if b.note and "nằm ngoài" in b.note]
     assert outside and "dưới 12 tuổi" in outside[0].note, blocks
     assert blocks.index(outside[0]) < min(i for i, b in enumerate(blocks) if b.claims)
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        ("liều zentorin cho bệnh nhân 40 tuổi", "Bệnh nhân 40 tuổi: mục «Liều lượng và cách dùng»"),
+        # no elderly line in zentorin's dosing: that gap is said, then the adults' line the patient reads
+        ("liều zentorin cho cụ ông 75 tuổi", "Bệnh nhân 75 tuổi"),
+    ],
+)
+async def test_a_patients_age_is_answered_by_the_line_of_their_group(
+    make_pipeline: Callable[..., AskPipeline], question: str, said: str
+) -> None:
+    _, blocks, _ = await collect(make_pipeline().ask(question))
+    notes = [b.note for b in blocks if b.note]
+    line = next((n for n in notes if said in n), None)
+    assert line is not None and "«Người lớn»" in line, notes
+    first_claim = min(i for i, b in enumerate(blocks) if b.claims)
+    assert blocks.index(next(b for b in blocks if b.note == line)) < first_claim
