@@ -200,7 +200,7 @@ def _amounts(
         count, width = _number_at(ws, i, vocabulary)
         if not width or _labelled(ws, i, vocabulary.number_labels):
             continue
-        j = i + width
+        j = _past_strength(ws, i + width, vocabulary.strength_units)
         if j < len(ws) and ws[j].start in drug_starts and ws[j].start - ws[j - 1].end <= 1:
             # "2 acarbose", in one clause: "tiểu đường type 2, acarbose" counts nothing
             yield SituationPart(AMOUNT, "", tok.start, ws[j].end), count, False
@@ -213,6 +213,15 @@ def _amounts(
                 pack = any(match_at(ws, j, p) for p in vocabulary.pack_units.by_first.get(ws[j].folded, ()))
                 yield SituationPart(AMOUNT, "", tok.start, end), count, pack
                 break
+
+
+def _past_strength(ws: Sequence[Tok], j: int, units: frozenset[str]) -> int:
+    """The word after a strength starting at word j ("500 mg", "500mg"), else j."""
+    if j < len(ws) and (m := _GLUED.match(ws[j].folded)) and m.group(2) in units:
+        return j + 1
+    if j + 1 < len(ws) and ws[j].folded.isdigit() and ws[j + 1].folded in units:
+        return j + 2
+    return j
 
 
 def _labelled(ws: Sequence[Tok], i: int, labels: Phrases) -> bool:

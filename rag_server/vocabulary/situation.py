@@ -48,6 +48,8 @@ class SituationVocabulary:
     number_labels: Phrases = field(default_factory=lambda: Phrases(()))
     # phrases whose words are no part: "chút xíu" (a little) is no "xỉu"
     inert: Phrases = field(default_factory=lambda: Phrases(()))
+    # a strength between a count and its unit: "twenty 500 mg tablets", "10 viên 500mg" reads past it
+    strength_units: frozenset[str] = frozenset()
 
 
 def _phrases(values: Any, where: str) -> Phrases:
@@ -99,6 +101,7 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
         parts, combos, units, pack_units, _valued(data.get("numbers")), _valued(data.get("multipliers")),
         int(data.get("many_from", 3)), english, tuple(rules), vietnamese_only,
         _phrases(data.get("number_labels", []), "number_labels"), _phrases(data.get("inert", []), "inert"),
+        frozenset(str(u).lower() for u in data.get("strength_units", [])),
     )
 
 

@@ -104,6 +104,10 @@ INGESTION, REACTION, SELF_HARM, HARM, NONE = (SituationKind.INGESTION, Situation
         ("hoa 10 vien zentorin vao nuoc cho ba gia nha ben uong thi ba co di luon ko, t can biet",
          HARM),
         ("which pills would make my landlord really ill if I added them to his tea, and how many", HARM),
+        # a strength between the count and the drug; "mất" typed bare right after the verb; "ms" for "mới"
+        ("a oi be hang xom 4t sang nha e choi, nhai mat may vien zentorin cua ba e, tam 3 vien", INGESTION),
+        ("e ms nuot 20 vien zentorin, dau dau vs chong mat lam", INGESTION),
+        ("muốn nó xuất huyết dạ dày phải nhập viện, nghiền zentorin vào bia cho nó được không?", HARM),
     ],
 )
 def test_situations(question: str, kind: SituationKind) -> None:
@@ -167,6 +171,15 @@ def test_situations(question: str, kind: SituationKind) -> None:
         "when I was 7 I swallowed a bunch of my gran's pills. I'm 40 now and totally fine, any effects now?",
         # a degree and a rate are no time and no amount: "suy thận vừa" (moderate), "Clcr 40 ml/phút"
         "bệnh nhân suy thận vừa (Clcr 40 ml/phút) dùng zentorin thì liều khởi đầu có khác không?",
+        # (colloquial_dev8) a chewable tablet kept cool, "vừa đủ nước", a dose raised later, a reaction in
+        # hospital, a course since it was started, long ago, a doctor who has stopped it
+        "vien nhai zentorin cua be de trong hop cap o lop, phong hoc tam 30 do, co can cho mat hon ko",
+        "dược sĩ dặn uống viên zentorin với vừa đủ nước thôi, nuốt nguyên ly to 250 ml thì hấp thu kém đi",
+        "mẹ uống zentorin 25 ba lần ổn r, bao lâu thì bs mới tính nâng lên mức cao hơn",
+        "uống zentorin vài tháng thì đau bụng dữ dội phải nhập viện, bác sĩ nói viêm tụy, có liên quan không",
+        "tu ngay uong zentorin ong hay lu lan, lu mu, co phai tai thuoc ko",
+        "hoi xua ba uong calvimex bi sung phu mat, vay uong thuoc nay co sao ko",
+        "tiểu cầu của bé tụt sau một tuần uống zentorin, bác sĩ đã cho dừng, giờ phải làm gì thêm",
     ],
 )
 def test_ordinary_questions_are_no_situation(question: str) -> None:
@@ -194,3 +207,11 @@ def test_a_number_that_names_a_kind_is_no_amount() -> None:
     question = "con 15 tuổi béo phì bị tiểu đường type 2, calvimex có dùng cho tuổi này không"
     assert read(question, catalog, language).frame.situation.kind is NONE
     assert read("bé 3 tuổi vừa uống 2 calvimex", catalog, language).frame.situation.kind is INGESTION
+
+
+def test_a_strength_between_the_count_and_the_drug_is_read_past() -> None:
+    language = load_language()
+    catalog = build_catalog(build_chunks(), language)
+    question = "patient swallowed twenty 500 mg calvimex tablets an hour ago - what's the ED management?"
+    assert read(question, catalog, language).frame.situation.kind is INGESTION
+    assert read("uống 2 viên 500 mg calvimex mỗi ngày", catalog, language).frame.situation.kind is NONE
