@@ -197,3 +197,22 @@ def test_a_question_typed_without_any_diacritics_still_matches_by_folding(catalo
     # with diacritics, so the question stays one typed without them
     assert understand(catalog, "bn glocom, zentorin tiem TM lieu dau bao nhieu").frame.section_key == DOSAGE
     assert load_vocabulary().resolve_section("uong zentorin xong di nhau duoc ko") is not None
+
+
+@pytest.mark.parametrize(
+    ("question", "section"),
+    [
+        # implicit cues read from colloquial_dev8 (our own words): storage, tissue levels, strengths on sale,
+        # the target of the drug, stopping it at once, used on its own, a brand checked
+        ("vỉ zentorin bị ướt sũng mồ hôi, thuốc vậy có còn tốt không", "do_on_dinh_va_bao_quan"),
+        ("is a damp basement a bad place to keep his zentorin?", "do_on_dinh_va_bao_quan"),
+        ("zentorin có nán lại trong máu lâu hơn ở người xơ gan không", "duoc_dong_hoc"),
+        ("is there a 7.5 mg zentorin tablet on the market?", "dang_thuoc_va_ham_luong"),
+        ("zentorin nhắm vào những loại tế bào nào", "duoc_ly_va_co_che_tac_dung"),
+        ("ba thấy khỏe nên tính bỏ zentorin luôn từ mai, làm vậy được không", "than_trong"),
+        ("can zentorin be used on its own when diet is not enough?", "chi_dinh"),
+        ("tiệm đưa hộp Zentorix, có đúng thuốc đó không", "ten_thuong_mai"),
+    ],
+)
+def test_implicit_cues_of_the_eighth_split(catalog: Catalog, question: str, section: str) -> None:
+    assert understand(catalog, question).frame.section_key == section
