@@ -34,12 +34,12 @@ from rag_server.retrieval.results import (
     Route,
 )
 from rag_server.retrieval.routes import retrieve
-from rag_server.retrieval.section import overdose_hits, whole_section
+from rag_server.retrieval.section import emergency_hits, whole_section
 from rag_server.retrieval.timing import Timings
 from rag_server.store.base import ChunkFilter
 from rag_server.text.match import find_any, tokenize
 from rag_server.text.normalize import fold
-from rag_server.understanding.frame import Group, QueryFrame, Reading
+from rag_server.understanding.frame import Group, QueryFrame, Reading, SituationKind
 from rag_server.vocabulary.language import Language
 from rag_server.vocabulary.strings import Strings
 
@@ -432,11 +432,13 @@ def _not_found(
 
 # ------------------------------------------------------------------------------------------ emergencies
 def urgent(frame: QueryFrame, corpus: Corpus) -> tuple[Decision, tuple[EvidenceBlock, ...]] | None:
-    """The overdose section of each drug of an emergency (its evidence), None when none has one."""
+    """The evidence of an emergency (retrieval.section.emergency_hits: the overdose section, or for a
+    reaction happening now the section on managing it), None when no drug has one."""
     from rag_server.retrieval.decide import decide
 
     hits: list[tuple[Hit, str, str, tuple[str, ...], tuple[FactMatch, ...]]] = [
-        (h, title_of(h.chunk), "", (), ()) for h in overdose_hits(corpus, frame.drug_ids)
+        (h, title_of(h.chunk), "", (), ())
+        for h in emergency_hits(corpus, frame.drug_ids, frame.situation.kind is SituationKind.REACTION)
     ]
     if not hits:
         return None

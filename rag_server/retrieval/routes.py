@@ -115,7 +115,8 @@ def retrieve(
 
 def _emergency(frame: QueryFrame, corpus: Corpus) -> RetrievalResult:
     """EMERGENCY (its detail naming the parts seen) with the overdose section of each named drug the book
-    has, read whole: the same evidence Ask attaches to its call-115 message."""
-    hits = section.overdose_hits(corpus, frame.drug_ids)
+    has (for a reaction happening now, its section on managing adverse reactions), read whole: the same
+    evidence Ask attaches to its call-115 message."""
+    hits = section.emergency_hits(corpus, frame.drug_ids, frame.situation.kind is SituationKind.REACTION)
     decision = make_decision(Reason.EMERGENCY, detail=frame.situation.describe())
     return RetrievalResult(decision, evidence=hits, route=Route.SECTION if hits else Route.NONE)

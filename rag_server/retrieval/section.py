@@ -67,12 +67,24 @@ def whole_section(corpus: Corpus, drug_id: str, section_key: str) -> WholeSectio
     return found
 
 
-def overdose_hits(corpus: Corpus, drug_ids: Sequence[str]) -> list[Hit]:
-    """The overdose section, whole, of each drug the book has: the evidence of an emergency (Retrieve and
-    Ask alike)."""
-    key = corpus.language.vocabulary.roles.overdose
+def emergency_hits(corpus: Corpus, drug_ids: Sequence[str], reaction: bool = False) -> list[Hit]:
+    """The evidence of an emergency (Retrieve and Ask alike), each drug the book has read whole: for a
+    reaction happening now its section on managing adverse reactions (what the book says to do about the
+    reaction) and the sections it points to ("xem Quá liều"), else (or when the drug has none) its overdose
+    section."""
+    roles = corpus.language.vocabulary.roles
     known = [d for d in drug_ids if corpus.catalog is not None and d in corpus.catalog.drugs]
-    return [h for d in known for h in whole_section(corpus, d, key).hits]
+    keys = (roles.adr_management, roles.overdose) if reaction else (roles.overdose,)
+    out: list[Hit] = []
+    for drug_id in known:
+        for key in keys:
+            found = whole_section(corpus, drug_id, key)
+            if found.hits:
+                out.extend(found.hits)
+                for target in found.points_to if reaction else ():
+                    out.extend(whole_section(corpus, drug_id, target).hits)
+                break
+    return out
 
 
 def _look_up(corpus: Corpus, drug_id: str, section_key: str) -> WholeSection:

@@ -70,6 +70,7 @@ class SectionRoles:
     pharmacology: str
     pharmacokinetics: str
     overdose: str
+    adr_management: str
     dosage: str
     pregnancy: str
     breastfeeding: str
