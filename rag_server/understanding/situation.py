@@ -27,6 +27,7 @@ AMOUNT = "amount"
 MANY = "many"
 MAX_COUNT = 10**6
 _GLUED = re.compile(r"^(\d{1,6})([a-z]+)$")
+_SENTENCE_END = re.compile(r"[.?!\n](?!\d)")  # "2.5 mg" is no sentence end
 
 
 def recognise(
@@ -55,12 +56,25 @@ def recognise(
         matched = next((group for group in rule.requires if group <= present), None)
         if matched is None:
             continue
-        if present & rule.vetoes or (present & rule.blockers and not present & rule.overrides):
+        blocking = {b for b in present & rule.blockers if _beside_event(found[b], found, text)}
+        if present & rule.vetoes or (blocking and not present & rule.overrides):
             continue
         shown = [p for p in (*WHO_PARTS, *sorted(matched), "followup_reference") if p in found]
         parts = tuple(_with_text(found[p], text) for p in dict.fromkeys(shown))
         return Situation(SituationKind(rule.kind), parts)
     return Situation()
+
+
+def _beside_event(blocker: SituationPart, found: dict[str, SituationPart], text: str) -> bool:
+    """A blocker (a dosing question, nursing, missed doses) blocks only in the sentence that tells the
+    event: "Tối qua em uống liền 20 viên … Mà cho em hỏi luôn thuốc này uống lúc đói có được không?" asks a
+    second question after the event, it does not make it a dosing question. Only for an event of many
+    tablets or a whole pack: "bé uống 2 viên rồi. Giờ uống thêm được không?" stays a dosing question."""
+    event = found.get("took") or found.get("swallowed")
+    if event is None or not (MANY in found or "whole_pack" in found or "took_all" in found):
+        return True
+    first, last = sorted((blocker.start, event.start))
+    return not _SENTENCE_END.search(text, first, last)
 
 
 def _english(ws: Sequence[Tok], markers: frozenset[str]) -> bool:
