@@ -211,18 +211,17 @@ def test_intent_to_self_harm_wins_over_a_lethal_dose_question() -> None:
     assert situation_only("tôi muốn chết, uống bao nhiêu viên thì chết", load_language()).kind is SELF_HARM
 
 
-def test_a_number_that_names_a_kind_is_no_amount() -> None:
-    """"tiểu đường type 2, calvimex …": the 2 names the diabetes; no "2 calvimex" across the comma."""
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        # "tiểu đường type 2, calvimex …": the 2 names the diabetes; no "2 calvimex" across the comma
+        ("con 15 tuổi béo phì bị tiểu đường type 2, calvimex có dùng cho tuổi này không", NONE),
+        ("bé 3 tuổi vừa uống 2 calvimex", INGESTION),
+        # a strength between the count and the drug is read past
+        ("patient swallowed twenty 500 mg calvimex tablets an hour ago - what is the ED care?", INGESTION),
+        ("uống 2 viên 500 mg calvimex mỗi ngày", NONE),
+    ],
+)
+def test_amounts_before_a_drug_name(question: str, kind: SituationKind) -> None:
     language = load_language()
-    catalog = build_catalog(build_chunks(), language)
-    question = "con 15 tuổi béo phì bị tiểu đường type 2, calvimex có dùng cho tuổi này không"
-    assert read(question, catalog, language).frame.situation.kind is NONE
-    assert read("bé 3 tuổi vừa uống 2 calvimex", catalog, language).frame.situation.kind is INGESTION
-
-
-def test_a_strength_between_the_count_and_the_drug_is_read_past() -> None:
-    language = load_language()
-    catalog = build_catalog(build_chunks(), language)
-    question = "patient swallowed twenty 500 mg calvimex tablets an hour ago - what's the ED management?"
-    assert read(question, catalog, language).frame.situation.kind is INGESTION
-    assert read("uống 2 viên 500 mg calvimex mỗi ngày", catalog, language).frame.situation.kind is NONE
+    assert read(question, build_catalog(build_chunks(), language), language).frame.situation.kind is kind
