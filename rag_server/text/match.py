@@ -23,7 +23,7 @@ from enum import Enum
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from rag_server.text.normalize import fold, nfkc
+from rag_server.text.normalize import fold, newer_tone, nfkc
 
 _TOKEN = re.compile(r"[^\W_]+|[,.;:?!/+()]", re.UNICODE)
 _D = str.maketrans({"Ð": "đ", "Đ": "đ", "ð": "đ"})
@@ -49,7 +49,7 @@ class Tok(NamedTuple):  # a tuple: a question or a chunk makes hundreds of them 
 @lru_cache(maxsize=65536)
 def _forms(word: str) -> tuple[str, str]:
     """(raw, folded) of one token as matched (words repeat: the cache turns most into one lookup)."""
-    raw = nfkc(word).translate(_D).lower()
+    raw = newer_tone(nfkc(word).translate(_D).lower())
     return raw, raw if raw in PUNCT else fold(raw)
 
 

@@ -24,6 +24,26 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+# An open syllable ending in "oa", "oe" or "uy" carries its tone on either vowel, by the older or the
+# newer spelling ("hoá" / "hóa", "thuỷ" / "thủy", "khoẻ" / "khỏe"). After "q" the "u" is the consonant's.
+_OLD_TONE = re.compile(r"(?<!q)([ou])([áàảãạéèẻẽẹýỳỷỹỵ])$")
+_TONES = frozenset("\u0301\u0300\u0309\u0303\u0323")
+_TONE_PAIRS = frozenset({("o", "a"), ("o", "e"), ("u", "y")})
+
+
+def newer_tone(word: str) -> str:
+    """A lower-case NFC word with its tone placed by the newer spelling, the formulary's ("hoá": "hóa")."""
+    m = _OLD_TONE.search(word)
+    if m is None:
+        return word
+    parts = unicodedata.normalize("NFD", m.group(2))
+    tone = "".join(c for c in parts if c in _TONES)
+    if (m.group(1), parts[0]) not in _TONE_PAIRS:
+        return word
+    rest = "".join(c for c in parts if c not in _TONES)
+    return word[: m.start()] + unicodedata.normalize("NFC", m.group(1) + tone) + rest
+
+
 def nfkc(text: str) -> str:
     """Compatibility composition (NFKC): full-width letters, ligatures and the like as plain letters."""
     return unicodedata.normalize("NFKC", text)

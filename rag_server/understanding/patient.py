@@ -50,7 +50,7 @@ def extract_patient(
     def hits(patterns: Sequence[Phrase], effects: bool = False) -> list[tuple[int, Phrase]]:
         found = find_any(free, patterns)
         if effects:  # "có gây co giật không": an effect asked about, not the patient's condition
-            found = [(i, p) for i, p in found if not _after_marker(free, i, rules.effect_markers)]
+            found = [(i, p) for i, p in found if not _asked_effect(free, i, len(p), rules)]
         spans.extend((i, i + len(p)) for i, p in found)
         return found
 
@@ -67,7 +67,7 @@ def extract_patient(
 
     def condition_hits(k: int) -> list[tuple[int, Phrase]]:
         found = claim(list(by_condition.get(k, ())), len(free))
-        found = [(i, p) for i, p in found if not _after_marker(free, i, rules.effect_markers)]
+        found = [(i, p) for i, p in found if not _asked_effect(free, i, len(p), rules)]
         spans.extend((i, i + len(p)) for i, p in found)
         return found
 
@@ -171,6 +171,30 @@ def with_groups(facts: PatientFacts, rules: Rules) -> PatientFacts:
 
 def _after_marker(toks: Sequence[Tok], i: int, markers: Sequence[Phrase]) -> bool:
     return any(len(m) <= i and match_at(toks, i - len(m), m) for m in markers)
+
+
+EFFECT_LIST_REACH = 6  # tokens back from a join to the marker of the list it continues
+
+
+def _asked_effect(toks: Sequence[Tok], i: int, n: int, rules: Rules) -> bool:
+    """The condition at toks[i:i+n] is an effect asked about, not the patient's: right after an effect
+    marker ("có gây co giật"), in a list after one ("gây phát ban hoặc hạ natri máu"), or right before a
+    word asking for its cause ("kali máu thấp, có phải do …")."""
+    if _after_marker(toks, i, rules.effect_markers):
+        return True
+    after = i + n + (1 if i + n < len(toks) and toks[i + n].raw == "," else 0)
+    if any(match_at(toks, after, f) for f in rules.effect_followers):
+        return True
+    for join in rules.effect_joins:
+        k = i - len(join)
+        if k <= 0 or not match_at(toks, k, join):
+            continue
+        for m in range(k - 1, max(0, k - EFFECT_LIST_REACH) - 1, -1):
+            if toks[m].is_punct and toks[m].raw != ",":
+                break
+            if _after_marker(toks, m, rules.effect_markers):
+                return True
+    return False
 
 
 def _current_medications(

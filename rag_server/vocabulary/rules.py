@@ -132,6 +132,8 @@ class Rules:
     priors: tuple[SectionPrior, ...] = ()
     prior_weight: float = 0.0
     effect_markers: tuple[Phrase, ...] = ()
+    effect_followers: tuple[Phrase, ...] = ()  # after a condition: it is an effect asked about ("có phải do")
+    effect_joins: tuple[Phrase, ...] = ()  # join effects in one list after a marker ("gây X hoặc Y")
     state_words: tuple[Phrase, ...] = ()  # words before a condition that make it the patient's state
     names_a_medicine: tuple[Phrase, ...] = ()  # words that present an unknown word as a medicine
     durations: tuple[Phrase, ...] = ()  # words after a number saying how long it is taken
@@ -290,6 +292,8 @@ def _parse(data: dict[str, Any]) -> Rules:
         ),
         prior_weight=float(free_form.get("prior_weight", 0.0)),
         effect_markers=_phrases(patient.get("effect_markers")),
+        effect_followers=_phrases(patient.get("effect_followers")),
+        effect_joins=_phrases(patient.get("effect_joins")),
         state_words=_phrases(patient.get("state_words")),
         durations=_phrases(patient.get("durations")),
         stopword_phrases=_phrases(data["lexical"]["stopwords"]),

@@ -237,3 +237,32 @@ def test_a_quantity_asked_for_a_pregnant_or_nursing_patient_reads_the_dose(
 def test_tablets_named_beside_a_breastfeeding_question_ask_no_dose(catalog: Catalog) -> None:
     query = "con mới 3 tháng đang bú mẹ, uống mấy viên zentorin giảm đau thì sữa có ảnh hưởng bé không"
     assert frame(query, catalog).section_key == "thoi_ky_cho_con_bu"
+
+
+@pytest.mark.parametrize(
+    ("query", "condition"),
+    [
+        ("ong bi benh Crohn, zentorin dung duoc ko", "viêm ruột"),
+        ("bà bị thiếu máu nặng, bác sĩ định cho zentorin, có được không", "rối loạn tạo máu"),
+        ("bệnh nhân nhiễm toan chuyển hoá dùng zentorin được không", "nhiễm toan chuyển hóa"),
+        ("patient had a stroke last year, can he take zentorin?", "tai biến mạch máu não"),
+    ],
+)
+def test_a_contraindicated_condition_in_everyday_words_is_the_patients(
+    catalog: Catalog, query: str, condition: str
+) -> None:
+    got = frame(query, catalog)
+    assert condition in got.patient.conditions and got.turn_type is TurnType.PATIENT_ASSESSMENT
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Xử trí khi zentorin gây phát ban hoặc hạ natri máu?",  # a list after the marker
+        "bac si noi kali mau thap, co phai do zentorin khong",  # its cause asked after it
+        "uống zentorin dài ngày thì có bị thiếu máu không",
+    ],
+)
+def test_an_effect_asked_about_is_no_condition_of_the_patient(catalog: Catalog, query: str) -> None:
+    got = frame(query, catalog)
+    assert not got.patient.conditions and got.effect is not None
