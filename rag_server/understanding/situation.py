@@ -57,7 +57,7 @@ def recognise(
         if matched is None:
             continue
         blocking = {b for b in present & rule.blockers if _beside_event(found[b], found, text)}
-        if present & rule.vetoes or (blocking and not present & rule.overrides):
+        if rule.vetoed(present) or (blocking and not present & rule.overrides):
             continue
         shown = [p for p in (*WHO_PARTS, *sorted(matched), "followup_reference") if p in found]
         parts = tuple(_with_text(found[p], text) for p in dict.fromkeys(shown))

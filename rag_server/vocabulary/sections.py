@@ -112,6 +112,7 @@ class Vocabulary:
     identity_sections: tuple[str, ...]
     roles: SectionRoles
     pointer: PointerWords
+    plain_ambiguous: frozenset[str] = frozenset()  # folded words typed bare that are no one-word cue
     _headings: dict[str, str] = field(default_factory=dict)
     _phrases: _Cues = field(init=False)
     _hints: _Cues = field(init=False)
@@ -133,7 +134,7 @@ class Vocabulary:
                 if len(pat):
                     owner.setdefault(pat, spec.key)
         ranked = sorted(owner, key=lambda p: (-len(p), -len(" ".join(p.folded)), self.order(owner[p])))
-        return _Cues(Phrases(ranked), owner, {p: r for r, p in enumerate(ranked)})
+        return _Cues(Phrases(ranked), owner, {p: r for r, p in enumerate(ranked)}, self.plain_ambiguous)
 
     @property
     def keys(self) -> list[str]:
@@ -190,15 +191,20 @@ class _Cues:
     patterns: Phrases
     owner: dict[Phrase, str]  # phrase -> section_key
     rank: dict[Phrase, int]  # longest-first order
+    plain_ambiguous: frozenset[str] = frozenset()
 
     def find(self, toks: Sequence[Tok]) -> list[tuple[int, Phrase]]:
         """Non-overlapping (token position, phrase) matches in text order, claimed longest phrase first. In a
         question typed with diacritics, a word typed without them is that word: it matches no one-word
         accented cue ("sáng với tối uống bằng nhau" says no "nhậu"); a question typed entirely without
-        diacritics matches every cue by its folding."""
+        diacritics matches every cue by its folding, except a bare word of `plain_ambiguous` alone ("thieu
+        mau nang" is "nặng" far more often than "nắng")."""
         hits = self.patterns.matches(toks)
         if any(t.raw != t.folded and not t.loose for t in toks):  # as typed ("ko" read as "không" is not)
             hits = typed_single(toks, hits)
+        elif self.plain_ambiguous:
+            hits = [(i, p) for i, p in hits if len(p) > 1 or toks[i].folded not in self.plain_ambiguous
+                    or not toks[i].loose]
         return claim(hits, len(toks), rank=lambda p: (self.rank[p],))
 
 
@@ -239,8 +245,9 @@ def _parse(data: dict[str, object]) -> Vocabulary:
     for key in sorted(roles.keys()):
         if key not in sections:
             raise ValueError(f"intro/identity/role section {key!r} is not a declared section")
+    plain = frozenset(w for text in data.get("plain_ambiguous", []) for w in folded_words(str(text)))  # type: ignore[attr-defined]
     return Vocabulary(sections=sections, intro_sections=intro, identity_sections=identity, roles=roles,
-                      pointer=_pointer(data.get("pointer")))
+                      pointer=_pointer(data.get("pointer")), plain_ambiguous=plain)
 
 
 def _pointer(raw: object) -> PointerWords:

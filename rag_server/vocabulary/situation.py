@@ -20,6 +20,11 @@ class SituationRule:
     vetoes: frozenset[str]  # none of these parts present, ever
     blockers: frozenset[str]  # none of these parts present ...
     overrides: frozenset[str]  # ... unless one of these is
+    veto_yields: tuple[tuple[str, frozenset[str]], ...] = ()  # a veto that does not apply beside these
+
+    def vetoed(self, present: set[str]) -> bool:
+        yields = dict(self.veto_yields)
+        return any(not (present & yields.get(v, frozenset())) for v in present & self.vetoes)
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,12 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
             vetoes=frozenset(str(p) for p in raw.get("vetoes", [])),
             blockers=frozenset(str(p) for p in raw.get("blockers", [])),
             overrides=frozenset(str(p) for p in raw.get("overrides_blockers", [])),
+            veto_yields=tuple(
+                (str(v), frozenset(str(p) for p in ps)) for v, ps in raw.get("veto_yields", {}).items()
+            ),
         )
         unknown = {p for group in rule.requires for p in group} | rule.vetoes | rule.blockers | rule.overrides
+        unknown |= {p for v, ps in rule.veto_yields for p in (v, *ps)}
         if unknown - known:
             raise ValueError(f"situation.toml: unknown part(s) {sorted(unknown - known)} in {rule.kind}")
         rules.append(rule)
