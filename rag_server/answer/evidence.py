@@ -373,23 +373,21 @@ def _section_facts(
 ) -> Gathered:
     """A section or effect question that also states medicines the patient takes, conditions or allergies
     ("đang uống viên sắt, travoxan uống thế nào"): the section whole (or the effect's sentences), then
-    what each of those facts matched in the drug's other sections (or that nothing was found there). The
-    facets of the section asked, and the groups (said by the gap notices), are not repeated."""
+    what each of those facts matched in the drug's other sections (or that nothing was found there, the
+    section asked included: "bệnh nhân bị hen, X cần thận trọng gì" says when neither the precautions
+    nor the contraindications name asthma). Chunks already shown, and the dosing context of a dosing
+    question (said by the gap notices), are not repeated."""
     facts = frame.patient
     if not (facts.current_medications or facts.conditions or facts.allergies) or not frame.drug_ids:
         return gathered
     roles = corpus.language.vocabulary.roles
-    asked = frame.section_key
     skip = [Facet.PREGNANCY, Facet.BREASTFEEDING]
-    for facet, keys in (
-        (Facet.INTERACTION, roles.interaction_facet[:1]),
-        (Facet.WARNING, roles.warning_facet),
-        (Facet.DOSAGE_CONTEXT, roles.dosage_facet),
-    ):
-        if asked in keys:
-            skip.append(facet)
+    if frame.section_key in roles.dosage_facet:  # the gap notices say the age and weight bounds
+        skip.append(Facet.DOSAGE_CONTEXT)
     assessed = patient_safety.assess(frame, corpus, providers, Timings())
     hits, lead, notices = facet_hits(assessed, frame, corpus.language, skip)
+    shown = {b.chunk.chunk_id for b in gathered.evidence}
+    hits = [h for h in hits if h[0].chunk.chunk_id not in shown]  # the section asked is already whole
     if not hits and not notices:
         return gathered
     own: list[FacetHit] = [

@@ -105,7 +105,7 @@ def read(query: str, catalog: Catalog | None, language: Language, prior: Prior =
     terms = _terms(query, toks, mentions, cue, language)
     drug_at = min((m.start for m in mentions), default=None)
     roles = language.vocabulary.roles
-    effect = effect_of(toks, terms, language, drug_at) if terms else None
+    effect = effect_of(toks, terms, language, drug_at, patient.fact_spans) if terms else None
     if cue is not None and cue.weak and (effect is not None or find_any(toks, rules.any_effect_cue)):
         cue = None  # "zentorin có làm nóng người không" asks about an effect, not about storage
     elif (

@@ -71,14 +71,16 @@ def asked_terms(words: Words, skip: Collection[int], language: Language) -> tupl
 
 
 def effect_of(
-    toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Language, drug_at: int | None = None
+    toks: Sequence[Tok], terms: Sequence[AskedTerm], language: Language, drug_at: int | None = None,
+    fact_spans: Sequence[tuple[int, int]] = (),
 ) -> AskedTerm | None:
     """The effect of a "does X cause Y" question: the first term after an effect cue, else the last one
     before a "có phải do" cue (the last vocabulary term, when one is); None when the question has neither
     cue. A condition cue ("đang bị", "mắc bệnh": rules.toml [question] condition_cues) is no effect cue,
     and neither is a weak cue before the drug's name (`drug_at`, its first token) unless a link ("khi",
     "sau khi": effect_links) ties it to the drug: "bầu 2 tháng bị viêm đường tiểu uống cipro được không"
-    tells what the patient has, "bị đau đầu khi uống Y" and "uống Y bị X" what Y did."""
+    tells what the patient has, "bị đau đầu khi uống Y" and "uống Y bị X" what Y did. A cue inside the
+    words of a patient fact (`fact_spans`, token spans: the "gây" of "mổ … gây mê toàn thân") is none."""
     rules = language.rules
     links = [i for i, _ in find_any(toks, rules.effect_links)]
 
@@ -87,7 +89,8 @@ def effect_of(
 
     for cues, weak in ((rules.effect_cues, False), (rules.weak_effect_cues, True)):
         found = find_any(toks, union(cues, rules.condition_cues))
-        hits = [(i, p) for i, p in found if p in cues and (not weak or tied(i))]
+        hits = [(i, p) for i, p in found if p in cues and (not weak or tied(i))
+                and not any(a <= i < b for a, b in fact_spans)]
         if hits:
             i, p = hits[0]
             after = toks[i + len(p) - 1].end

@@ -216,3 +216,16 @@ async def test_a_patients_age_is_answered_by_the_line_of_their_group(
     assert line is not None and "«Người lớn»" in line, notes
     first_claim = min(i for i, b in enumerate(blocks) if b.claims)
     assert blocks.index(next(b for b in blocks if b.note == line)) < first_claim
+
+
+async def test_a_section_question_with_a_patient_fact_says_when_the_fact_is_not_found(
+    make_pipeline: Callable[..., AskPipeline],
+) -> None:
+    """The precautions asked whole, and the patient's asthma looked for in them and the contraindications
+    too: calvimex names it in neither, and the answer says so (zentorin's precautions do name it)."""
+    _, blocks, final = await collect(make_pipeline().ask("bệnh nhân bị hen, calvimex cần thận trọng gì?"))
+    assert final.route == Route.SECTION
+    assert any("lái xe" in c.text for b in blocks for c in b.claims)
+    assert any("«hen»" in (b.note or "") and "không có nghĩa là an toàn" in (b.note or "") for b in blocks)
+    _, blocks, _ = await collect(make_pipeline().ask("bệnh nhân bị hen, zentorin cần thận trọng gì?"))
+    assert not any("«hen»" in (b.note or "") for b in blocks), blocks

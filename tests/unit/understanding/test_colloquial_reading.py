@@ -266,3 +266,8 @@ def test_a_contraindicated_condition_in_everyday_words_is_the_patients(
 def test_an_effect_asked_about_is_no_condition_of_the_patient(catalog: Catalog, query: str) -> None:
     got = frame(query, catalog)
     assert not got.patient.conditions and got.effect is not None
+
+
+def test_an_effect_cue_inside_a_patient_fact_is_none(catalog: Catalog) -> None:
+    got = frame("bệnh nhân đang dùng zentorin, tuần sau mổ gây mê toàn thân, có cần lưu ý gì không?", catalog)
+    assert got.effect is None and "phẫu thuật" in got.patient.conditions
