@@ -246,6 +246,10 @@ def test_tablets_named_beside_a_breastfeeding_question_ask_no_dose(catalog: Cata
         ("bà bị thiếu máu nặng, bác sĩ định cho zentorin, có được không", "rối loạn tạo máu"),
         ("bệnh nhân nhiễm toan chuyển hoá dùng zentorin được không", "nhiễm toan chuyển hóa"),
         ("patient had a stroke last year, can he take zentorin?", "tai biến mạch máu não"),
+        ("Ông bị COPD, dùng zentorin được không?", "bệnh phổi tắc nghẽn mạn tính"),
+        ("anh tôi lái taxi cả ngày, uống zentorin được không?", "lái xe"),
+        ("HIV patient who drinks a few beers most nights - can he take zentorin?", "nghiện rượu"),
+        ("bn ghép thận 3 năm, kê zentorin thì cần dặn gì?", "ghép tạng"),
     ],
 )
 def test_a_contraindicated_condition_in_everyday_words_is_the_patients(

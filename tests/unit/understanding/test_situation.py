@@ -205,6 +205,9 @@ def test_situations(question: str, kind: SituationKind) -> None:
         # a missed puff made up; training material
         "ông hay quên không biết đã uống zentorin chưa, con cháu cần làm gì",
         "zentorin bot pha hon dich tron voi sua cho be duoc ko",
+        # an attack of the patient's own disease; a lab value raised "gấp 3 lần"
+        "Bé nhà tôi 6 tuổi bị hen, lúc lên cơn thì xịt zentorin thế nào cho đúng?",
+        "Bệnh nhân béo phì, men gan ALT tăng gấp 3 lần bình thường, dùng zentorin thế nào?",
         "tối qua tôi quên xịt zentorin, sáng nay có cần xịt gấp đôi để bù không?",
         "soạn tài liệu tập huấn: xử trí ban đầu khi nghi trẻ nuốt phải thuốc hạ đường huyết gồm những bước"
         " nào?",
