@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from rag_server.text.match import Phrase, Phrases, Tok, find_any, typed_single, union
+from rag_server.text.match import Phrase, Phrases, Tok, find_any, folded_words, typed_single, union
 from rag_server.text.words import Words
 from rag_server.understanding.frame import AskedTerm
 from rag_server.understanding.lexicon import is_vietnamese_syllable
@@ -97,11 +97,25 @@ def effect_of(
             later = [t for t in terms if t.start >= after and (t.known or not weak)]
             if later:
                 return _listed(later, toks, rules.list_separators)
+            again = _said_again(terms, toks, i + len(p))
+            if again is not None:  # "… buồn ngủ rũ rượi, thuốc này có gây buồn ngủ không": the term again
+                return again
     before = [toks[i].start for i, _ in find_any(toks, rules.effect_after)]
     if before:
         earlier = [t for t in terms if t.end <= before[0]]
         if earlier:  # the last vocabulary term before it ("chán ăn không ăn được cơm có phải do thuốc")
             return ([t for t in earlier if t.known] or earlier)[-1]
+    return None
+
+
+def _said_again(terms: Sequence[AskedTerm], toks: Sequence[Tok], at: int) -> AskedTerm | None:
+    """A vocabulary term said earlier and again right at token `at` (the asked terms keep its first
+    occurrence only)."""
+    folded = [t.folded for t in toks[at:] if not t.is_punct]
+    for term in terms:
+        words = folded_words(term.text)
+        if term.known and words and folded[: len(words)] == words:
+            return term
     return None
 
 
