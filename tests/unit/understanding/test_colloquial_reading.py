@@ -280,3 +280,24 @@ def test_an_effect_cue_inside_a_patient_fact_is_none(catalog: Catalog) -> None:
 def test_an_effect_told_then_asked_again_is_the_effect(catalog: Catalog) -> None:
     got = frame("Mỗi lần uống zentorin là tôi buồn ngủ rũ rượi, thuốc này có gây buồn ngủ không?", catalog)
     assert got.effect is not None and got.effect.text == "buồn ngủ" and got.section_key == ""
+
+
+@pytest.mark.parametrize(
+    ("query", "medicine"),
+    [
+        ("bác sĩ tim muốn phối hợp disopyramid với zentorin cho loạn nhịp, có gì đáng ngại không",
+         "disopyramid"),
+        ("mẹ uống zentorin, giờ muốn mua orlistat giảm cân thì có ảnh hưởng gì không", "orlistat"),
+        ("ông uống pentoxifylin cho đỡ đau chân, giờ thêm zentorin thì có sao không", "pentoxifylin"),
+    ],
+)
+def test_a_medicine_to_be_combined_or_bought_asks_how_the_two_interact(
+    catalog: Catalog, query: str, medicine: str
+) -> None:
+    got = frame(query, catalog)  # the patient's medicine, or the interactions asked of a class member named
+    assert medicine in got.patient.current_medications or got.section_key == ROLES.interaction_facet[0]
+
+
+def test_a_member_belongs_to_the_class_a_monograph_names() -> None:
+    classes = {c.name for c in LANGUAGE.clinical.classes if "phenytoin" in c.members}
+    assert "hydantoin" in classes  # "dẫn chất coumarin, hydantoin…" names phenytoin
