@@ -70,8 +70,10 @@ def _beside_event(blocker: SituationPart, found: dict[str, SituationPart], text:
     event: "Tối qua em uống liền 20 viên … Mà cho em hỏi luôn thuốc này uống lúc đói có được không?" asks a
     second question after the event, it does not make it a dosing question. Only for an event of many
     tablets or a whole pack: "bé uống 2 viên rồi. Giờ uống thêm được không?" stays a dosing question."""
-    event = found.get("took") or found.get("swallowed")
-    if event is None or not (MANY in found or "whole_pack" in found or "took_all" in found):
+    taken = found.get("took") or found.get("swallowed")
+    # the event is where its amount is told (a first "uống" may be the dosing question's own verb)
+    event = found.get(MANY) or found.get("whole_pack") or found.get("took_all")
+    if taken is None or event is None:
         return True
     first, last = sorted((blocker.start, event.start))
     return not _SENTENCE_END.search(text, first, last)
