@@ -15,6 +15,7 @@ Cost: one pass over the question's words per part list (phrases indexed by first
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Collection, Iterator, Sequence
 
@@ -150,6 +151,11 @@ def _parts(
             span = _combo(ws, combo.first, combo.then, combo.max_gap)
             if span is not None:
                 found[combo.part] = SituationPart(combo.part, "", *span)
+    past = vocabulary.past_year_part
+    if past and past not in found:
+        year = _past_year(ws, vocabulary.past_year_before)
+        if year is not None:
+            found[past] = SituationPart(past, "", *year)
     amount = _amount(ws, vocabulary, drug_starts, text)
     if amount is not None:
         part, count, pack = amount
@@ -157,6 +163,21 @@ def _parts(
         if count >= vocabulary.many_from or pack:
             found.setdefault(MANY, SituationPart(MANY, "", part.start, part.end))
     return found
+
+
+EARLIEST_YEAR = 1950  # a four-digit number from here to last year, after "năm" / "in", is a year gone by
+
+
+def _past_year(ws: Sequence[Tok], before: Phrases) -> tuple[int, int] | None:
+    """(start, end) of the first past calendar year told ("năm 2016", "in 2019"): what happened then is
+    over. This year and later are not past."""
+    this_year = datetime.date.today().year
+    for i, pat in before.matches(ws):
+        j = i + len(pat)
+        year = ws[j].raw if j < len(ws) else ""
+        if len(year) == 4 and year.isdigit() and EARLIEST_YEAR <= int(year) < this_year:
+            return ws[i].start, ws[j].end
+    return None
 
 
 def _without_inert(ws: Sequence[Tok], inert: Phrases) -> Sequence[Tok]:

@@ -55,6 +55,9 @@ class SituationVocabulary:
     inert: Phrases = field(default_factory=lambda: Phrases(()))
     # a strength between a count and its unit: "twenty 500 mg tablets", "10 viên 500mg" reads past it
     strength_units: frozenset[str] = frozenset()
+    # a past calendar year after one of these words ("năm 2016") is the part `past_year_part`
+    past_year_before: Phrases = field(default_factory=lambda: Phrases(()))
+    past_year_part: str = ""
 
 
 def _phrases(values: Any, where: str) -> Phrases:
@@ -103,6 +106,9 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
         if unknown - known:
             raise ValueError(f"situation.toml: unknown part(s) {sorted(unknown - known)} in {rule.kind}")
         rules.append(rule)
+    past_year = data.get("past_year", {})
+    if past_year and str(past_year.get("part", "")) not in known:
+        raise ValueError(f"situation.toml: unknown part {past_year.get('part')!r} in [past_year]")
     language = data.get("language", {})
     english = frozenset(str(w).lower() for w in language.get("english", []))
     vietnamese_only = frozenset(str(w).lower() for w in language.get("vietnamese_only", []))
@@ -111,6 +117,7 @@ def _parse(data: dict[str, Any]) -> SituationVocabulary:
         int(data.get("many_from", 3)), english, tuple(rules), vietnamese_only,
         _phrases(data.get("number_labels", []), "number_labels"), _phrases(data.get("inert", []), "inert"),
         frozenset(str(u).lower() for u in data.get("strength_units", [])),
+        _phrases(past_year.get("before", []), "past_year.before"), str(past_year.get("part", "")),
     )
 
 

@@ -276,7 +276,18 @@ def test_situations_told_in_other_ways(question: str, kind: SituationKind) -> No
         "mình lỡ uống zentorin muộn 5 tiếng hôm nay, liều sau vẫn đúng giờ cũ được không?",
         "uong het lieu zentorin roi thi vo vi voi thuoc thua vut dau cho an toan voi tre con",
         "cho bé uống zentorin để khỏi sốt có được không",
+        # a year gone by: what happened then is over (this year's events are not)
+        "nam 2016 e uong nham thuoc cua me phai di rua da day, gio e muon di hien mau thi co sao ko",
+        "in 2019 my son swallowed 10 tablets, he was fine; can he take zentorin now?",
     ],
 )
 def test_ordinary_questions_told_in_other_ways_are_no_situation(question: str) -> None:
     assert situation_only(question, load_language()).kind is NONE
+
+
+def test_this_years_events_are_no_year_gone_by() -> None:
+    import datetime
+
+    year = datetime.date.today().year
+    question = f"năm {year} bé nhà tôi vừa uống nhầm 10 viên zentorin"
+    assert situation_only(question, load_language()).kind is INGESTION
