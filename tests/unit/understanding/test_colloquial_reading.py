@@ -204,6 +204,8 @@ def test_a_name_asked_to_be_another_asks_for_the_brand_names(catalog: Catalog) -
         ("Does zentorin make people nauseous?", "nauseous"),
         # a dosing cue after a word of the effect said again counts how often it comes
         ("Uống zentorin có làm đi tiểu nhiều, đêm phải dậy đi tiểu mấy lần không?", "đi tiểu nhiều"),
+        # told, then asked again after the cue
+        ("Mỗi lần uống zentorin là tôi buồn ngủ rũ rượi, thuốc này có gây buồn ngủ không?", "buồn ngủ"),
     ],
 )
 def test_an_effect_asked_is_read_before_a_section_cue_beside_it(
@@ -275,11 +277,6 @@ def test_an_effect_asked_about_is_no_condition_of_the_patient(catalog: Catalog, 
 def test_an_effect_cue_inside_a_patient_fact_is_none(catalog: Catalog) -> None:
     got = frame("bệnh nhân đang dùng zentorin, tuần sau mổ gây mê toàn thân, có cần lưu ý gì không?", catalog)
     assert got.effect is None and "phẫu thuật" in got.patient.conditions
-
-
-def test_an_effect_told_then_asked_again_is_the_effect(catalog: Catalog) -> None:
-    got = frame("Mỗi lần uống zentorin là tôi buồn ngủ rũ rượi, thuốc này có gây buồn ngủ không?", catalog)
-    assert got.effect is not None and got.effect.text == "buồn ngủ" and got.section_key == ""
 
 
 @pytest.mark.parametrize(
